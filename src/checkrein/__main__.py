@@ -1,0 +1,3 @@
+from checkrein.cli.main import main
+
+main()

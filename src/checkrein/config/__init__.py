@@ -1,0 +1,33 @@
+"""checkrein's configuration: one TOML file validated once into one `Config`."""
+
+from .audit import AuditSettings
+from .gateway import GatewaySettings, IdentityConfig, ServerConfig
+from .model import Config, config_from_mapping, expand_env, load_config, parse_config
+from .policy import (
+    ApprovalSettings,
+    ArgConstraint,
+    BudgetLimit,
+    BudgetSettings,
+    PolicySettings,
+    ResultSettings,
+    ToolRule,
+)
+
+__all__ = [
+    "ApprovalSettings",
+    "ArgConstraint",
+    "AuditSettings",
+    "BudgetLimit",
+    "BudgetSettings",
+    "Config",
+    "GatewaySettings",
+    "IdentityConfig",
+    "PolicySettings",
+    "ResultSettings",
+    "ServerConfig",
+    "ToolRule",
+    "config_from_mapping",
+    "expand_env",
+    "load_config",
+    "parse_config",
+]

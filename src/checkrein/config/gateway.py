@@ -1,0 +1,99 @@
+"""The `[gateway]`, `[[servers]]` and `[[identities]]` sections."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["GatewaySettings", "IdentityConfig", "SecurityLevel", "ServerConfig", "Transport"]
+
+Transport = Literal["stdio", "sse", "streamable-http"]
+SecurityLevel = Literal["low", "medium", "high"]
+
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GatewaySettings(_Strict):
+    name: str = "checkrein"
+    separator: str = Field("__", min_length=1, max_length=4)
+    token: str | None = None
+    """Bearer token for the HTTP frontend; a literal or a `${ENV}` reference. Env CHECKREIN_TOKEN also works."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origins allowed to call the HTTP frontend besides loopback ones."""
+    lock_file: str | None = None
+    """Path of the pin file; default `checkrein.lock` beside the config."""
+
+    @field_validator("separator")
+    @classmethod
+    def _separator_chars(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
+            raise ValueError("separator may only use characters allowed in MCP tool names: A-Z a-z 0-9 _ . -")
+        return v
+
+
+class ServerConfig(_Strict):
+    name: str
+    transport: Transport = "stdio"
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    security_level: SecurityLevel = "low"
+    timeout_s: float = Field(30.0, gt=0, le=3600)
+    identities: tuple[str, ...] = ()
+    """For `security_level = "high"`: the identities (or roles) that may call this server."""
+    enabled: bool = True
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _alias_http(cls, v: object) -> object:
+        return "streamable-http" if v == "http" else v
+
+    @field_validator("name")
+    @classmethod
+    def _name_shape(cls, v: str) -> str:
+        if not _SERVER_NAME.fullmatch(v):
+            raise ValueError(
+                "server names use 1-64 characters A-Z a-z 0-9 _ . - and start with a letter or digit"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _fields_fit_transport(self) -> ServerConfig:
+        if self.transport == "stdio":
+            if not self.command:
+                raise ValueError("a stdio server needs `command`")
+            wrong = [k for k in ("url", "headers") if getattr(self, k)]
+            if wrong:
+                raise ValueError(f"{', '.join(wrong)} make no sense for a stdio server (use `command`)")
+        else:
+            if not self.url:
+                raise ValueError(f"a {self.transport} server needs `url`")
+            if not re.match(r"^https?://", self.url):
+                raise ValueError("`url` must start with http:// or https://")
+            wrong = [k for k in ("command", "args", "env", "cwd") if getattr(self, k)]
+            if wrong:
+                raise ValueError(f"{', '.join(wrong)} make no sense for a {self.transport} server (use `url`)")
+        return self
+
+
+class IdentityConfig(_Strict):
+    name: str = Field(min_length=1, max_length=128)
+    token: str
+    roles: tuple[str, ...] = ()
+
+    @field_validator("token")
+    @classmethod
+    def _token_is_env_ref(cls, v: str) -> str:
+        if not _ENV_REF.fullmatch(v):
+            raise ValueError("identity tokens must be a ${ENV_VAR} reference, never a literal secret")
+        return v

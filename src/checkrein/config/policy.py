@@ -1,0 +1,152 @@
+"""The `[policy]`, `[approval]` and `[budgets]` sections.
+
+The policy engine (`checkrein.policy`) compiles these into a `CompiledPolicy`; here they are only
+validated, including contradictions (a tool allowed and denied by exact name, unknown analyzers).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ANALYZERS",
+    "ApprovalSettings",
+    "ArgConstraint",
+    "ArgKind",
+    "BudgetLimit",
+    "BudgetSettings",
+    "FindingEffect",
+    "LimitSettings",
+    "PolicySettings",
+    "ResultSettings",
+    "Risk",
+    "ToolRule",
+    "UrlSettings",
+]
+
+Risk = Literal["low", "medium", "high", "critical"]
+FindingEffect = Literal["deny", "ask", "off"]
+ArgKind = Literal["path", "url", "command", "query", "text", "secret"]
+
+ANALYZERS: tuple[str, ...] = ("paths", "urls", "shell", "sql", "secrets")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArgConstraint(_Strict):
+    """Constraints for one argument (a JSON pointer or a top-level name) of one tool."""
+
+    kind: ArgKind | None = None
+    enum: tuple[str | int | float | bool, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = Field(None, ge=0)
+    pattern: str | None = None
+    roots: tuple[str, ...] | None = None
+    """Allowed path roots for a `path` argument (relative to the upstream's working directory)."""
+    hosts: tuple[str, ...] | None = None
+    """Allowed URL hosts for a `url` argument (exact, or a leading `*.` wildcard)."""
+    read_only_sql: bool = False
+
+    @model_validator(mode="after")
+    def _range(self) -> ArgConstraint:
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            raise ValueError("minimum is greater than maximum")
+        return self
+
+
+class ToolRule(_Strict):
+    """`[policy.tools."<exposed name or glob>"]`."""
+
+    risk: Risk | None = None
+    roles: tuple[str, ...] = ()
+    """When set, only identities with one of these roles (or these names) may call the tool."""
+    read_only: bool | None = None
+    args: dict[str, ArgConstraint] = Field(default_factory=dict)
+    commands: tuple[str, ...] | None = None
+    """Command allowlist (first word of the command) for tools that run commands."""
+    findings: dict[str, FindingEffect] = Field(default_factory=dict)
+    """Per-analyzer effect for this tool, overriding `[policy.analyzers]`."""
+    approval: Literal["auto", "ask", "deny"] | None = None
+
+    @model_validator(mode="after")
+    def _known_analyzers(self) -> ToolRule:
+        unknown = sorted(set(self.findings) - set(ANALYZERS))
+        if unknown:
+            raise ValueError(f"unknown analyzer(s) {unknown}; known: {list(ANALYZERS)}")
+        return self
+
+
+class UrlSettings(_Strict):
+    allowed_hosts: tuple[str, ...] = ()
+    resolve_dns: bool = False
+
+
+class ResultSettings(_Strict):
+    max_bytes: int = Field(262_144, ge=1024)
+    oversize: Literal["truncate", "deny"] = "truncate"
+    injection: Literal["withhold", "wrap", "off"] = "withhold"
+    redact_secrets: bool = True
+
+
+class LimitSettings(_Strict):
+    max_args_bytes: int = Field(1_048_576, ge=64)
+    max_depth: int = Field(32, ge=1, le=256)
+    max_strings: int = Field(10_000, ge=1)
+
+
+class PolicySettings(_Strict):
+    template: Literal["development", "production", "strict"] | None = None
+    default: Literal["deny", "allow"] | None = None
+    """Effect for tools matched by no allow/deny glob. Default: the template's, else `deny`."""
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    tools: dict[str, ToolRule] = Field(default_factory=dict)
+    analyzers: dict[str, FindingEffect] = Field(default_factory=dict)
+    """Effect of each analyzer's findings: `deny` (default), `ask`, or `off`."""
+    path_roots: tuple[str, ...] = ()
+    urls: UrlSettings = UrlSettings()
+    results: ResultSettings = ResultSettings()
+    limits: LimitSettings = LimitSettings()
+
+    @model_validator(mode="after")
+    def _no_contradictions(self) -> PolicySettings:
+        both = sorted(n for n in set(self.allow) & set(self.deny) if not any(c in n for c in "*?["))
+        if both:
+            raise ValueError(f"tool(s) {both} are both allowed and denied by name")
+        unknown = sorted(set(self.analyzers) - set(ANALYZERS))
+        if unknown:
+            raise ValueError(f"unknown analyzer(s) {unknown}; known: {list(ANALYZERS)}")
+        return self
+
+
+class ApprovalSettings(_Strict):
+    mode: Literal["auto", "cli", "webhook", "elicit", "deny"] = "auto"
+    timeout_s: float = Field(60.0, gt=0, le=86_400)
+    webhook_url: str | None = None
+    webhook_headers: dict[str, str] = Field(default_factory=dict)
+    ttl_s: float = Field(300.0, gt=0)
+    """How long a granted approval stays valid for the same arguments and policy."""
+
+    @model_validator(mode="after")
+    def _webhook_needs_url(self) -> ApprovalSettings:
+        if self.mode == "webhook" and not self.webhook_url:
+            raise ValueError("approval mode 'webhook' needs `webhook_url`")
+        return self
+
+
+class BudgetLimit(_Strict):
+    scope: Literal["tool", "server", "identity"]
+    match: str = "*"
+    """Glob over the exposed tool name, the server name, or the identity name."""
+    rate_per_s: float | None = Field(None, gt=0)
+    burst: int | None = Field(None, ge=1)
+    max_calls_per_session: int | None = Field(None, ge=1)
+
+
+class BudgetSettings(_Strict):
+    limits: tuple[BudgetLimit, ...] = ()

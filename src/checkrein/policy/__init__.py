@@ -1,0 +1,23 @@
+"""checkrein's policy: pure decisions over calls, arguments and results."""
+
+from .call import Identity, SessionState, ToolCall
+from .decision import Decision, Effect, Finding, RiskLevel
+from .engine import CompiledPolicy, compile_policy, decide, may_see
+from .results import Inspection, ResultInspector, ResultView
+
+__all__ = [
+    "CompiledPolicy",
+    "Decision",
+    "Effect",
+    "Finding",
+    "Identity",
+    "Inspection",
+    "ResultInspector",
+    "ResultView",
+    "RiskLevel",
+    "SessionState",
+    "ToolCall",
+    "compile_policy",
+    "decide",
+    "may_see",
+]
