@@ -1,0 +1,57 @@
+"""The analyzers' public seam, used by `decide` (argument checks) and result inspection.
+
+Every analyzer is pure, total and linear in its input: it takes values and returns findings, and
+never raises on hostile input (an exception is still caught by `decide` and denies the call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+__all__ = ["Analyzer", "Resolver", "ScanContext", "SecretSpan"]
+
+Resolver = Callable[[str], Sequence[str]]
+"""Host name -> IP address strings. Only used when `[policy.urls] resolve_dns = true`; tests pass a fake."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecretSpan:
+    start: int
+    end: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class ScanContext:
+    """What the analyzers know about one tool's arguments."""
+
+    kinds: Mapping[str, ArgKind] = field(default_factory=dict)
+    """JSON pointer of an argument -> what it is (from the tool's schema and the config)."""
+    path_roots: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    commands: tuple[str, ...] | None = None
+    """Command allowlist (first word) for a tool that runs commands; None = no allowlist."""
+    resolver: Resolver | None = None
+    enabled: frozenset[str] = frozenset({"paths", "urls", "shell", "sql", "secrets"})
+
+
+class Analyzer(Protocol):
+    name: str
+
+    def analyze(self, value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+        """Findings for one string value at JSON pointer ``pointer`` (raw; decoding is the analyzer's job
+        or the caller's, see `checkrein.policy.analyzers.decode`)."""
+        ...
+
+
+# Implemented in this package (see __init__.py):
+#   scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext) -> list[Finding]
+#   kinds_from_schema(input_schema: Mapping[str, Any]) -> dict[str, ArgKind]
+#   find_secrets(text: str) -> list[SecretSpan]
+#   redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, list[SecretSpan]]
+_ = Any
