@@ -1,9 +1,137 @@
-"""`checkrein` commands: agent."""
+"""`checkrein` commands: agent (`run`), traces (`trace show`), knowledge base (`kb seed`)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import anyio
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from checkrein.agent.loop import RunSettings
+from checkrein.agent.model import AgentError
+from checkrein.agent.runner import choose_model, gateway_target, run_query, server_target, trace_dir_for
+from checkrein.agent.trace import TraceSummary, read_trace, summarize_trace
+from checkrein.config import load_config
+from checkrein.errors import ConfigError
+from checkrein.servers.knowledge_seed import seed_knowledge_base
+from checkrein.servers.knowledge_store import kb_path
+
+trace_app = typer.Typer(help="Agent run traces.", no_args_is_help=True)
+kb_app = typer.Typer(help="The bundled knowledge base.", no_args_is_help=True)
+
+_err = Console(stderr=True)
+
+
+def run(
+    query: Annotated[str, typer.Option("--query", "-q", help="The question or task for the agent.")],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Gateway config: runs `checkrein serve --config FILE`.")] = None,
+    server: Annotated[str | None, typer.Option("--server", help="Any stdio MCP server command instead of the gateway.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name (default: CHECKREIN_MODEL or the provider's).")] = None,
+    script: Annotated[Path | None, typer.Option("--script", help="Scripted model: replay this JSON/TOML/YAML script offline.")] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=200, help="Most model calls in one run.")] = 10,
+    trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help="Where to write the trace (default: beside the audit dir).")] = None,
+    compress_at: Annotated[int, typer.Option("--compress-at", min=256, help="Summarize older turns above this many tokens.")] = 16_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run the agent on one query through the gateway (or any MCP server) and print its answer."""
+    if (config is None) == (server is None):
+        _err.print("[red]give exactly one of --config FILE or --server COMMAND[/red]")
+        raise typer.Exit(2)
+    try:
+        if config is not None:
+            cfg = load_config(config)
+            target = gateway_target(config)
+            directory = trace_dir or trace_dir_for(cfg)
+        else:
+            target = server_target(server or "")
+            directory = trace_dir or Path.cwd() / ".checkrein" / "traces"
+        chosen = choose_model(model, script)
+    except (ConfigError, AgentError, ValueError) as exc:
+        _err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    settings = RunSettings(max_steps=max_steps, compress_at_tokens=compress_at)
+    outcome = anyio.run(lambda: run_query(target, chosen, query, directory, settings))
+    result = outcome.result
+    if as_json:
+        typer.echo(json.dumps({"status": result.status, "answer": result.answer, "error": result.error,
+                               "trace_id": result.trace_id, "trace": str(outcome.trace_path), "steps": result.steps,
+                               "tool_calls": [asdict(r) for r in result.tool_calls]}, ensure_ascii=False))
+    else:
+        if result.answer:
+            typer.echo(result.answer)
+        if result.error:
+            _err.print(f"[red]error:[/red] {result.error}")
+        _err.print(f"[dim]{result.status} after {result.steps} step(s), {len(result.tool_calls)} tool call(s); "
+                   f"trace {outcome.trace_path}[/dim]")
+    raise typer.Exit(0 if result.status == "answered" else 1)
+
+
+def _summary_table(path: Path, s: TraceSummary) -> Table:
+    table = Table(title=f"run {s.trace_id or '?'}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    rate = s.tool_success_rate
+    rows = [
+        ("trace", str(path)),
+        ("status", s.status),
+        ("model", s.model),
+        ("query", s.query[:200]),
+        ("model calls", f"{s.model_calls} ({s.model_retries} retries)"),
+        ("tokens", f"{s.total_tokens} ({s.prompt_tokens} prompt, {s.completion_tokens} completion)"),
+        ("tool calls", f"{s.tool_calls}: {s.tool_ok} ok, {s.tool_errors} failed, {s.denials} denied"),
+        ("tool success rate", "n/a" if rate is None else f"{rate:.0%}"),
+        ("denials", str(s.denials) + (f" ({', '.join(s.denied)})" if s.denied else "")),
+        ("approvals", str(s.approvals)),
+        ("compressions", f"{s.compressions} ok, {s.compression_failures} failed"),
+        ("errors", str(s.errors)),
+        ("time", f"{s.duration_s:.2f} s"),
+        ("answer", s.answer[:500]),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+@trace_app.command("show")
+def trace_show(
+    file: Annotated[Path, typer.Argument(help="A trace JSONL file written by `checkrein run`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Print a run's summary: model calls, tokens, tool success rate, denials, approvals, time."""
+    try:
+        summary = summarize_trace(read_trace(file))
+    except (OSError, ValueError) as exc:
+        _err.print(f"[red]cannot read trace {file}: {exc}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        data = asdict(summary)
+        data["tool_success_rate"] = summary.tool_success_rate
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    Console().print(_summary_table(file, summary))
+
+
+@kb_app.command("seed")
+def kb_seed(
+    db: Annotated[Path | None, typer.Option("--db", help="SQLite file (default: $CHECKREIN_KB_PATH or the state dir).")] = None,
+) -> None:
+    """Load the seed documents into the knowledge base (idempotent)."""
+    path = db or kb_path()
+    try:
+        added, total = seed_knowledge_base(path)
+    except (OSError, ValueError) as exc:
+        _err.print(f"[red]cannot seed {path}: {exc}[/red]")
+        raise typer.Exit(1) from None
+    typer.echo(f"added {added} document(s) to {path} ({total} in total)")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
+    app.command("run")(run)
+    app.add_typer(trace_app, name="trace")
+    app.add_typer(kb_app, name="kb")

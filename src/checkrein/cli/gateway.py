@@ -1,9 +1,200 @@
-"""`checkrein` commands: gateway."""
+"""`checkrein serve`, `checkrein tools`, `checkrein pin`: the gateway commands.
+
+Exit codes: 0 success; 1 failure (pin not confirmed, the gateway stopped on an error);
+2 usage or config error (the message names file, line and key).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
+from checkrein.config import Config, load_config
+from checkrein.errors import CheckreinError, ConfigError
+from checkrein.gate.factory import build_gate
+from checkrein.gate.pipeline import Gate
+
+__all__ = ["register"]
+
+EXIT_CODES = "Exit codes: 0 ok, 1 failure, 2 usage or config error."
+
+log = logging.getLogger("checkrein")
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def _err(message: str) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
+
+
+def _load(path: Path) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        _err(f"checkrein: {exc.message}")
+        raise typer.Exit(2) from None
+
+
+def _logging(level: str) -> None:
+    # stdout belongs to the protocol in stdio mode: every log line goes to stderr.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _report_start(gate: Gate) -> None:
+    for name, why in sorted(gate.failures.items()):
+        _err(f"checkrein: server {name!r} failed to start (serving the others): {why}")
+    for s in gate.catalog.skipped:
+        _err(f"checkrein: not exposing {s.server}/{s.tool}: {s.reason}")
+    for q in gate.catalog.quarantined:
+        _err(f"checkrein: quarantined {q.exposed}: {q.drift} (review with `checkrein pin`)")
+    if gate.lock_written:
+        _err(f"checkrein: wrote {gate.config.lock_path} (trust on first use); commit it")
+
+
+async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
+    from checkrein.frontend import Authenticator, serve_http, serve_stdio
+
+    if transport is Transport.http:
+        Authenticator.from_config(config)  # an unset token variable is a config error, before any spawn
+    async with build_gate(config) as gate:
+        _report_start(gate)
+        if transport is Transport.stdio:
+            await serve_stdio(gate)
+        else:
+            await serve_http(gate, host=host, port=port)
+
+
+def serve(
+    config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml to serve.")],
+    transport: Annotated[Transport, typer.Option("--transport", "-t", help="stdio or http.")] = Transport.stdio,
+    host: Annotated[str, typer.Option("--host", help="HTTP bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port (0 picks a free one).")] = 8765,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error (to stderr).")] = "warning",
+) -> None:
+    """Serve every configured server's tools as ONE MCP server (stdio, or Streamable HTTP on /mcp).
+
+    Exit codes: 0 ok, 1 failure, 2 usage or config error.
+    """
+    cfg = _load(config)
+    _logging(log_level)
+    try:
+        anyio.run(_serve, cfg, transport, host, port)
+    except ConfigError as exc:
+        _err(f"checkrein: {exc.message}")
+        raise typer.Exit(2) from None
+    except CheckreinError as exc:
+        _err(f"checkrein: {exc.message} ({exc.code})")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+def tools(
+    config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list for scripts.")] = False,
+) -> None:
+    """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest, status).
+
+    Does not write checkrein.lock. Exit codes: 0 ok, 1 failure, 2 usage or config error.
+    """
+    cfg = _load(config)
+    _logging("error")
+    try:
+        rows, gate = anyio.run(_catalog_rows_no_tofu, cfg)
+    except CheckreinError as exc:
+        _err(f"checkrein: {exc.message} ({exc.code})")
+        raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        table = Table(title=f"{len(rows)} tool(s)")
+        for col in ("name", "server", "tool", "risk", "digest", "status"):
+            table.add_column(col)
+        for r in rows:
+            status = r["status"] if r["status"] == "ok" else f"[red]{r['status']}[/red]"
+            table.add_row(r["name"], r["server"], r["tool"], r["risk"], r["digest"][:19], status)
+        Console().print(table)
+    _report_start(gate)
+
+
+async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], Gate]:
+    gate = build_gate(config)
+    gate.trust_on_first_use = False
+    return await _catalog_rows_of(gate)
+
+
+async def _catalog_rows_of(gate: Gate) -> tuple[list[dict[str, Any]], Gate]:
+    async with gate:
+        rows = [
+            {
+                "name": e.exposed,
+                "server": e.server,
+                "tool": e.tool,
+                "risk": gate.policy.risk_of(e.exposed),
+                "digest": e.digest,
+                "status": e.status,
+            }
+            for e in gate.catalog
+        ]
+    return rows, gate
+
+
+def pin(
+    config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts).")] = False,
+) -> None:
+    """Review tool definitions against checkrein.lock: print a diff per new, changed or removed
+    tool, then record the current digests (after confirmation, or with --yes).
+
+    Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error.
+    """
+    cfg = _load(config)
+    _logging("error")
+    try:
+        gate = build_gate(cfg)
+        gate.trust_on_first_use = False
+        _, gate = anyio.run(_catalog_rows_of, gate)
+        lock = read_lock(cfg.lock_path)
+    except CheckreinError as exc:
+        _err(f"checkrein: {exc.message} ({exc.code})")
+        raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
+    for name, why in sorted(gate.failures.items()):
+        _err(f"checkrein: server {name!r} failed to start; its pins are kept as they are: {why}")
+    plan = plan_pin(gate.catalog, lock)
+    if lock is not None and not plan.has_changes:
+        typer.echo(f"{cfg.lock_path} is up to date ({len(plan.new_lock)} tool(s))")
+        return
+    typer.echo(render_plan(plan), nl=False)
+    if not yes and not typer.confirm(f"Write {cfg.lock_path}?", default=False):
+        _err("checkrein: not written")
+        raise typer.Exit(1)
+    try:
+        write_lock(cfg.lock_path, plan.new_lock)
+    except CheckreinError as exc:
+        _err(f"checkrein: {exc.message}")
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway uses it after its next refresh or restart")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
+    app.command("serve", epilog=EXIT_CODES)(serve)
+    app.command("tools", epilog=EXIT_CODES)(tools)
+    app.command("pin", epilog=EXIT_CODES)(pin)

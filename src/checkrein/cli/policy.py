@@ -1,9 +1,180 @@
-"""`checkrein` commands: policy."""
+"""`checkrein policy check` and `checkrein policy tools`: the policy, without starting any upstream.
+
+Tool definitions come from the pin file (`checkrein.lock` beside the config, or `[gateway]
+lock_file`). Exit codes of `policy check`: 0 allow, 3 deny, 4 ask, 2 usage error (bad JSON, unknown
+identity, config or lock error).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from checkrein.catalog import read_lock
+from checkrein.catalog.model import ToolDefinition, split_exposed_name
+from checkrein.config import Config, load_config
+from checkrein.errors import CheckreinError
+from checkrein.frontend.context import local_identity
+from checkrein.policy import (
+    CompiledPolicy,
+    Decision,
+    Identity,
+    SessionState,
+    ToolCall,
+    compile_policy,
+    decide,
+)
+from checkrein.policy.engine import governance_decision
+
+__all__ = ["load_pinned_tools", "register"]
+
+EXIT = {"allow": 0, "deny": 3, "ask": 4}
+_DEFAULT_CONFIG = Path("checkrein.toml")
+
+
+def _usage(message: str) -> typer.Exit:
+    print(f"checkrein: {message}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefinition:
+    """A `ToolDefinition` from one lock entry, tolerating missing or mistyped optional fields."""
+    try:
+        server, tool = split_exposed_name(exposed, separator)
+    except ValueError:
+        server, tool = "", exposed
+    name = raw.get("name")
+    schema = raw.get("inputSchema")
+
+    def opt_str(key: str) -> str | None:
+        v = raw.get(key)
+        return v if isinstance(v, str) else None
+
+    def opt_dict(key: str) -> dict[str, Any] | None:
+        v = raw.get(key)
+        return v if isinstance(v, dict) else None
+
+    return ToolDefinition(
+        server=server,
+        name=name if isinstance(name, str) else tool,
+        description=opt_str("description"),
+        # A missing or non-object schema is kept as-is: it compiles to "invalid schema" and denies.
+        input_schema=schema if isinstance(schema, dict) else {"type": "object", "not": {}},
+        output_schema=opt_dict("outputSchema"),
+        annotations=opt_dict("annotations"),
+        title=opt_str("title"),
+    )
+
+
+def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
+    """Exposed name -> definition from the config's lock file.
+
+    Raises `CheckreinError` (``catalog.lock_invalid``) when the lock is missing or malformed.
+    """
+    pins = read_lock(config.lock_path)
+    if pins is None:
+        raise CheckreinError(
+            f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first", code="catalog.lock_invalid"
+        )
+    return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}
+
+
+def _identity(config: Config, name: str | None) -> Identity:
+    if name is None:
+        return local_identity()
+    for ident in config.identities:
+        if ident.name == name:
+            return Identity(ident.name, tuple(ident.roles), "token")
+    known = ", ".join(i.name for i in config.identities) or "none configured"
+    raise _usage(f"unknown identity {name!r} (known: {known})")
+
+
+def _load(config_path: Path) -> tuple[Config, CompiledPolicy]:
+    try:
+        config = load_config(config_path)
+        tools = load_pinned_tools(config)
+    except CheckreinError as exc:
+        raise _usage(str(exc)) from None
+    return config, compile_policy(config, tools)
+
+
+def _print_decision(exposed: str, d: Decision, as_json: bool, policy: CompiledPolicy) -> None:
+    if as_json:
+        print(json.dumps({"tool": exposed, "policy_digest": policy.digest, **d.as_dict()}, ensure_ascii=False))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    style = {"allow": "green", "deny": "red", "ask": "yellow"}[d.effect]
+    console.print(f"[bold {style}]{d.effect}[/]  {exposed}  rule={d.rule_id}  risk={d.risk}")
+    for r in d.reasons:
+        console.print(f"  reason: {r}", markup=False)
+    for f in d.findings:
+        console.print(f"  finding: {f.analyzer}/{f.kind} at {f.path or '(arguments)'} {f.message}", markup=False)
+    if d.redactions:
+        console.print(f"  redact: {', '.join(d.redactions)}", markup=False)
+
+
+def check(
+    tool: str = typer.Option(..., "--tool", "-t", help="Exposed tool name (server__tool)."),
+    args: str = typer.Option("{}", "--args", "-a", help="Arguments as a JSON object."),
+    config_path: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")] = _DEFAULT_CONFIG,
+    identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Print the decision for one call. Exit 0 allow, 3 deny, 4 ask, 2 usage error."""
+    try:
+        arguments = json.loads(args)
+    except ValueError as exc:
+        raise _usage(f"--args is not valid JSON: {exc}") from None
+    config, policy = _load(config_path)
+    who = _identity(config, identity)
+    server, _, name = tool.partition(config.gateway.separator)
+    call = ToolCall(who, "policy-check", "", "", tool, arguments, server=server, tool=name)
+    if tool not in policy.plans:
+        d = Decision(
+            "deny",
+            "tool.not_found",
+            (f"{tool} is not in {config.lock_path.name}; it is unknown or not pinned (run `checkrein pin`)",),
+            error_code="tool.not_found",
+        )
+    else:
+        d = decide(policy, call, SessionState("policy-check"), 0.0)
+    _print_decision(tool, d, as_json, policy)
+    raise typer.Exit(EXIT[d.effect])
+
+
+def tools(
+    config_path: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")] = _DEFAULT_CONFIG,
+    identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
+) -> None:
+    """List every pinned tool with its category, risk and what the policy does with it."""
+    config, policy = _load(config_path)
+    who = _identity(config, identity)
+    rows: list[dict[str, Any]] = []
+    for name, plan in sorted(policy.plans.items()):
+        g = plan.governance
+        d = governance_decision(policy, who, name)
+        category = g.classification.category + (" (shared)" if g.classification.shared else "")
+        rows.append({"tool": name, "category": category, "risk": g.risk, "effect": d.effect, "rule_id": d.rule_id})
+    if as_json:
+        for row in rows:
+            print(json.dumps(row))
+        return
+    table = Table("tool", "category", "risk", "effect", "rule")
+    for row in rows:
+        table.add_row(row["tool"], row["category"], row["risk"], row["effect"], row["rule_id"])
+    Console().print(table)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `policy check` and `policy tools` to `app`."""
+    group = typer.Typer(help="Inspect the policy without starting any upstream.", no_args_is_help=True)
+    group.command("check")(check)
+    group.command("tools")(tools)
+    app.add_typer(group, name="policy")

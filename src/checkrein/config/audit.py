@@ -13,9 +13,13 @@ class AuditSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dir: str | None = None
-    """Directory of the chained JSONL segments and the SQLite index; relative to the config file."""
+    """Directory of the chained JSONL segments and the SQLite index; relative to the config file.
+    Unset: `checkrein-audit` next to the config file."""
     durability: Literal["batch", "durable"] = "batch"
+    """`batch`: a call is answered once its event is queued (fsync once per batch). `durable`: only
+    after its event is fsynced."""
     on_failure: Literal["deny", "allow"] = "deny"
+    """What calls do while the log cannot be written. `allow` is counted and audited on every use."""
     checkpoint_every: int = Field(1000, ge=1)
     checkpoint_interval_s: float = Field(60.0, gt=0)
     segment_max_bytes: int = Field(64 * 1024 * 1024, ge=4096)
@@ -23,3 +27,15 @@ class AuditSettings(BaseModel):
     """Path of an Ed25519 private key (PEM) written by `checkrein audit keygen`."""
     sqlite: bool = True
     preview_chars: int = Field(512, ge=0, le=65_536)
+    """Longest string kept (after redaction) in an argument preview or result summary."""
+    redact_keys: tuple[str, ...] = ()
+    """Extra key names (matched case-insensitively, ignoring `_-. `, as substrings) whose values are
+    always masked, in addition to the built-in password/token/secret/... list."""
+    max_queue: int = Field(65_536, ge=1)
+    """Events waiting for the writer. When full, calls are denied (`deny`) or the event is dropped
+    and counted (`allow`)."""
+    batch_max: int = Field(4096, ge=1)
+    retry_interval_s: float = Field(0.5, gt=0)
+    """How often a failing writer retries."""
+    close_timeout_s: float = Field(5.0, ge=0)
+    """How long closing waits for a failing log to become writable before giving up (counted)."""

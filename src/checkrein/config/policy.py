@@ -6,9 +6,10 @@ validated, including contradictions (a tool allowed and denied by exact name, un
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "ANALYZERS",
@@ -22,6 +23,7 @@ __all__ = [
     "PolicySettings",
     "ResultSettings",
     "Risk",
+    "ToolCategory",
     "ToolRule",
     "UrlSettings",
 ]
@@ -29,6 +31,8 @@ __all__ = [
 Risk = Literal["low", "medium", "high", "critical"]
 FindingEffect = Literal["deny", "ask", "off"]
 ArgKind = Literal["path", "url", "command", "query", "text", "secret"]
+ToolCategory = Literal["read", "write", "delete", "exec"]
+"""What a tool does, for templates (see `checkrein.policy.templates` for how it is derived)."""
 
 ANALYZERS: tuple[str, ...] = ("paths", "urls", "shell", "sql", "secrets")
 
@@ -52,10 +56,35 @@ class ArgConstraint(_Strict):
     """Allowed URL hosts for a `url` argument (exact, or a leading `*.` wildcard)."""
     read_only_sql: bool = False
 
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_compiles(cls, v: str | None) -> str | None:
+        # Config patterns are trusted (written by the operator); they are still compiled here so a
+        # typo is a config error at load time, not a denial at call time.
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"pattern does not compile: {exc}") from exc
+        return v
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_shapes(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for h in v or ():
+            bare = h[2:] if h.startswith("*.") else h
+            if not bare or any(c in bare for c in "*/:@?# ") or bare != bare.lower():
+                raise ValueError(f"host {h!r} must be a lower-case host name, or `*.` followed by one")
+        return v
+
     @model_validator(mode="after")
     def _range(self) -> ArgConstraint:
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError("minimum is greater than maximum")
+        if self.roots is not None and not self.roots:
+            raise ValueError("`roots` is empty: no path could ever be allowed (omit it instead)")
+        if self.hosts is not None and not self.hosts:
+            raise ValueError("`hosts` is empty: no URL could ever be allowed (omit it instead)")
         return self
 
 
@@ -72,12 +101,26 @@ class ToolRule(_Strict):
     findings: dict[str, FindingEffect] = Field(default_factory=dict)
     """Per-analyzer effect for this tool, overriding `[policy.analyzers]`."""
     approval: Literal["auto", "ask", "deny"] | None = None
+    """`ask`: always ask before calling; `deny`: deny wherever the policy would ask; `auto`: high or
+    critical risk alone does not ask (findings configured to ask still do)."""
+    category: ToolCategory | None = None
+    """What the tool does (read/write/delete/exec), overriding annotations and name heuristics."""
+
+    @field_validator("args")
+    @classmethod
+    def _arg_keys(cls, v: dict[str, ArgConstraint]) -> dict[str, ArgConstraint]:
+        for key in v:
+            if not key or (key.startswith("/") is False and "/" in key):
+                raise ValueError(f"argument key {key!r} must be a top-level name or a JSON pointer ('/a/b')")
+        return v
 
     @model_validator(mode="after")
     def _known_analyzers(self) -> ToolRule:
         unknown = sorted(set(self.findings) - set(ANALYZERS))
         if unknown:
             raise ValueError(f"unknown analyzer(s) {unknown}; known: {list(ANALYZERS)}")
+        if self.read_only is True and self.category not in (None, "read"):
+            raise ValueError(f"read_only = true contradicts category = {self.category!r}")
         return self
 
 
@@ -146,6 +189,14 @@ class BudgetLimit(_Strict):
     rate_per_s: float | None = Field(None, gt=0)
     burst: int | None = Field(None, ge=1)
     max_calls_per_session: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _limits_something(self) -> BudgetLimit:
+        if self.rate_per_s is None and self.max_calls_per_session is None:
+            raise ValueError("a budget limit needs `rate_per_s` or `max_calls_per_session`")
+        if self.burst is not None and self.rate_per_s is None:
+            raise ValueError("`burst` needs `rate_per_s`")
+        return self
 
 
 class BudgetSettings(_Strict):

@@ -1,23 +1,91 @@
 """The policy engine: `compile_policy` once per config/catalog, `decide` per call (pure, no I/O).
 
-This is the minimal gateway-core version (default deny, allow/deny globs, visible-tools filter);
-the policy-engine issue grows it behind the same signatures.
+`decide(policy, call, session, now)` checks, in this order, and the first step that denies wins:
+
+1. bounds       arguments are an object within ``[policy.limits]`` (`checkrein.policy.bounds`), so no
+                later step ever sees hostile sizes, depths or invalid text
+2. governance   deny globs, server security level, tool roles, allow/default/template, unknown risk
+                (`checkrein.policy.governance`)
+3. schema       the tool's own ``inputSchema``, strict (`checkrein.policy.schema`)
+4. constraints  ``[policy.tools."<tool>".args]`` (`checkrein.policy.constraints`)
+5. analyzers    `scan_arguments` with the tool's `ScanContext`; each finding maps to deny / ask / off
+                (per tool ``findings``, then ``[policy.analyzers]``, then the template; default deny)
+6. approval     ``ask`` for high and critical risk, findings configured to ask, or ``approval = "ask"``;
+                ``approval = "deny"`` turns an ask into a deny, ``approval = "auto"`` skips the risk ask
+
+Any exception inside these steps (an analyzer's included) denies the call with rule and error code
+``policy.error`` and is counted in `CompiledPolicy.counters` under a degradation name.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from checkrein.canonical import digest
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
+from checkrein.config.policy import ArgKind
+from checkrein.policy.analyzers.api import Resolver, ScanContext
 
+from .bounds import argument_problem
 from .call import Identity, SessionState, ToolCall
-from .decision import Decision, RiskLevel
+from .constraints import CompiledConstraint, SqlClassifier, compile_constraint, parse_pointer, pointer_of
+from .decision import Decision, Finding, RiskLevel
+from .governance import GlobSet, GovernanceTables, ToolGovernance, govern_tool, identity_problem
+from .schema import CompiledSchema, compile_schema
 
-__all__ = ["CompiledPolicy", "compile_policy", "decide", "may_see"]
+__all__ = [
+    "CompiledPolicy",
+    "PolicyCounters",
+    "Scanner",
+    "ToolPlan",
+    "compile_policy",
+    "decide",
+    "governance_decision",
+    "may_see",
+]
+
+Scanner = Callable[[Mapping[str, Any], ScanContext], Sequence[Finding]]
+"""`checkrein.policy.analyzers.scan_arguments`, or a stand-in (tests, benchmarks)."""
+
+_ALL_ANALYZERS = frozenset({"paths", "urls", "shell", "sql", "secrets"})
+
+
+class PolicyCounters:
+    """Named counts of degradations (``policy.exception``, ``policy.analyzer_failed``, ...).
+
+    One object per `CompiledPolicy`; thread-safe; read with `snapshot`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+
+    def increment(self, name: str) -> None:
+        with self._lock:
+            self._counts[name] = self._counts.get(name, 0) + 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPlan:
+    """Everything `decide` needs about one exposed tool, computed at `compile_policy` time."""
+
+    exposed: str
+    definition: ToolDefinition
+    governance: ToolGovernance
+    schema: CompiledSchema
+    constraints: tuple[CompiledConstraint, ...]
+    scan: ScanContext | None
+    """None when every analyzer is off for this tool."""
+    secret_pointers: tuple[str, ...]
+    read_only: bool
 
 
 @dataclass(frozen=True)
@@ -26,56 +94,299 @@ class CompiledPolicy:
     tools: Mapping[str, ToolDefinition]
     """Exposed name -> pinned definition (only tools that are not quarantined)."""
     digest: str
+    """Covers the policy section, identities, server levels and every tool's pinned digest."""
+    plans: Mapping[str, ToolPlan] = field(default_factory=dict)
+    counters: PolicyCounters = field(default_factory=PolicyCounters)
+    scanner: Scanner | None = None
+    classify_sql: SqlClassifier | None = None
+    analyzers_missing: str | None = None
+    """Why the analyzers could not be loaded (calls needing them are denied), or None."""
+    other_allow: GlobSet = field(default_factory=lambda: GlobSet(()))
+    other_deny: GlobSet = field(default_factory=lambda: GlobSet(()))
 
     def risk_of(self, exposed: str) -> RiskLevel:
-        rule = self.config.policy.tools.get(exposed)
-        if rule is not None and rule.risk is not None:
-            return rule.risk
-        for pattern, r in self.config.policy.tools.items():
-            if r.risk is not None and fnmatch.fnmatchcase(exposed, pattern):
-                return r.risk
-        return "unknown"
+        plan = self.plans.get(exposed)
+        return plan.governance.risk if plan is not None else "unknown"
+
+    def is_read_only(self, exposed: str) -> bool:
+        """Whether the tool may be retried once on a transport error (readOnlyHint or config)."""
+        plan = self.plans.get(exposed)
+        return plan.read_only if plan is not None else False
+
+    def plan(self, exposed: str) -> ToolPlan | None:
+        return self.plans.get(exposed)
 
 
-def compile_policy(config: Config, tools: Mapping[str, ToolDefinition]) -> CompiledPolicy:
+def _load_analyzers() -> tuple[Scanner | None, Callable[[Mapping[str, Any]], Mapping[str, ArgKind]] | None, SqlClassifier | None, str | None]:
+    # Imported here, not at module level: the analyzers are built alongside this engine, and a
+    # missing analyzer must deny calls that need it rather than break every import of the policy.
+    try:
+        from checkrein.policy import analyzers as mod
+    except ImportError as exc:  # pragma: no cover - the package itself always exists
+        return None, None, None, f"checkrein.policy.analyzers cannot be imported: {exc}"
+    scanner = getattr(mod, "scan_arguments", None)
+    kinds = getattr(mod, "kinds_from_schema", None)
+    sql = getattr(mod, "classify_sql", None)
+    missing = None if scanner is not None else "checkrein.policy.analyzers.scan_arguments is not available"
+    return scanner, kinds, sql, missing
+
+
+def _policy_digest(config: Config, tools: Mapping[str, ToolDefinition]) -> str:
+    return digest(
+        {
+            "policy": config.policy.model_dump(mode="json"),
+            "identities": [{"name": i.name, "roles": list(i.roles)} for i in config.identities],
+            "servers": [
+                {"name": s.name, "level": s.security_level, "identities": list(s.identities)} for s in config.servers
+            ],
+            "tools": {name: d.digest for name, d in sorted(tools.items())},
+        }
+    )
+
+
+def compile_policy(
+    config: Config,
+    tools: Mapping[str, ToolDefinition],
+    *,
+    scanner: Scanner | None = None,
+    resolver: Resolver | None = None,
+    schema_cache: MutableMapping[str, CompiledSchema] | None = None,
+) -> CompiledPolicy:
+    """Compile ``config`` against the pinned ``tools`` (exposed name -> definition).
+
+    ``scanner`` replaces `scan_arguments` (tests, benchmarks); ``resolver`` is handed to the URL
+    analyzer when ``[policy.urls] resolve_dns`` is on; ``schema_cache`` (tool digest -> compiled
+    schema) lets a reload reuse the schemas of unchanged tools. Never raises for a bad tool schema
+    (calls to that tool are denied instead).
+    """
+    real_scanner, kinds_from_schema, classify_sql, missing = _load_analyzers()
+    if scanner is not None:
+        real_scanner, missing = scanner, None
+    p = config.policy
+    tables = GovernanceTables.build(config)
+    cache: MutableMapping[str, CompiledSchema] = schema_cache if schema_cache is not None else {}
+    plans: dict[str, ToolPlan] = {}
+    for exposed, definition in tools.items():
+        g = govern_tool(tables, exposed, definition)
+        key = definition.digest
+        compiled = cache.get(key)
+        if compiled is None:
+            compiled = cache[key] = compile_schema(definition.input_schema)
+        rule = g.rule
+        arg_specs = rule.args if rule is not None else {}
+        constraints = tuple(compile_constraint(k, c) for k, c in arg_specs.items())
+        kinds: dict[str, ArgKind] = {}
+        if kinds_from_schema is not None:
+            kinds.update(kinds_from_schema(definition.input_schema))
+        for k, c in arg_specs.items():
+            if c.kind is not None:
+                kinds[pointer_of(parse_pointer(k))] = c.kind
+        enabled = frozenset(a for a in _ALL_ANALYZERS if g.finding_effects.get(a, "deny") != "off")
+        roots = tuple(dict.fromkeys([*p.path_roots, *(r for c in arg_specs.values() for r in (c.roots or ()))]))
+        hosts = tuple(dict.fromkeys([*p.urls.allowed_hosts, *(h for c in arg_specs.values() for h in (c.hosts or ()))]))
+        scan = (
+            ScanContext(
+                kinds=kinds,
+                path_roots=roots,
+                allowed_hosts=hosts,
+                commands=rule.commands if rule is not None else None,
+                resolver=resolver if p.urls.resolve_dns else None,
+                enabled=enabled,
+            )
+            if enabled
+            else None
+        )
+        read_only = rule.read_only if rule is not None and rule.read_only is not None else definition.read_only_hint
+        plans[exposed] = ToolPlan(
+            exposed=exposed,
+            definition=definition,
+            governance=g,
+            schema=compiled,
+            constraints=constraints,
+            scan=scan,
+            secret_pointers=tuple(ptr for ptr, kind in kinds.items() if kind == "secret"),
+            read_only=read_only,
+        )
     return CompiledPolicy(
         config=config,
         tools=dict(tools),
-        digest=digest(config.policy.model_dump(mode="json")),
+        digest=_policy_digest(config, tools),
+        plans=plans,
+        scanner=real_scanner,
+        classify_sql=classify_sql,
+        analyzers_missing=missing,
+        other_allow=tables.allow,
+        other_deny=tables.deny,
     )
 
 
-def _match(name: str, globs: tuple[str, ...]) -> str | None:
-    for g in globs:
-        if fnmatch.fnmatchcase(name, g):
-            return g
-    return None
+def _error(policy: CompiledPolicy, degradation: str, reason: str, risk: RiskLevel = "unknown") -> Decision:
+    policy.counters.increment(degradation)
+    return Decision(
+        "deny", "policy.error", (reason,), risk, error_code="policy.error", degraded=(degradation,)
+    )
 
 
 def decide(policy: CompiledPolicy, call: ToolCall, session: SessionState, now: float) -> Decision:
-    """Decide one call. Pure: same inputs, same Decision."""
-    del session, now
+    """Decide one call. Pure: the same inputs give the same Decision; never raises."""
+    del session, now  # part of the contract for flow rules; no rule reads them yet
+    try:
+        return _decide(policy, call)
+    except Exception as exc:  # noqa: BLE001 - fail closed: an internal error denies, visibly and counted
+        return _error(policy, "policy.exception", f"the policy failed to decide ({type(exc).__name__}); the call is denied")
+
+
+def _rejected(rule_id: str, reason: str, risk: RiskLevel, findings: tuple[Finding, ...] = ()) -> Decision:
+    return Decision("deny", rule_id, (reason,), risk, findings, error_code="policy.arguments_rejected")
+
+
+def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
     p = policy.config.policy
+    plan = policy.plans.get(call.exposed_name)
+    risk: RiskLevel = plan.governance.risk if plan is not None else "unknown"
+
+    problem = argument_problem(call.arguments, p.limits)
+    if problem is not None:
+        return _rejected("arguments.bounds", problem, risk, (Finding("bounds", "bounds", "", problem),))
+    if plan is None:
+        if call.kind != "tool":
+            return _decide_other(policy, call)
+        return Decision(
+            "deny",
+            "tool.not_found",
+            (f"{call.exposed_name} is not a known, pinned tool",),
+            error_code="tool.not_found",
+        )
+
+    g = plan.governance
+    if g.deny_glob is not None:
+        return g.deny_glob
+    who = identity_problem(g, call.identity)
+    if who is not None:
+        return who
+    if g.base.effect != "allow":
+        return g.base
+
+    violation = plan.schema.check(call.arguments)
+    if violation is not None:
+        where = violation.pointer or "(arguments)"
+        return _rejected(
+            "arguments.schema",
+            f"argument {where} {violation.message}",
+            risk,
+            (Finding("schema", "schema", violation.pointer, violation.message),),
+        )
+    for c in plan.constraints:
+        bad = c.check(call.arguments, policy.classify_sql)
+        if bad is not None:
+            return _rejected(
+                f"arguments.constraint:{c.pointer}",
+                f"argument {c.pointer} {bad}",
+                risk,
+                (Finding("constraint", "constraint", c.pointer, bad),),
+            )
+
+    asks: list[str] = []
+    ask_rule = ""
+    findings: tuple[Finding, ...] = ()
+    redactions: list[str] = list(plan.secret_pointers)
+    if plan.scan is not None:
+        if policy.scanner is None:
+            return _error(policy, "policy.analyzers_missing", policy.analyzers_missing or "analyzers are unavailable", risk)
+        try:
+            raw = tuple(policy.scanner(call.arguments, plan.scan))
+        except Exception as exc:  # noqa: BLE001 - fail closed: a crashing analyzer denies
+            return _error(policy, "policy.analyzer_failed", f"an argument analyzer failed ({type(exc).__name__}); the call is denied", risk)
+        kept: list[Finding] = []
+        for f in raw:  # one pass: collect redactions, drop `off`, stop at the first deny
+            if f.analyzer == "secrets" and f.path not in redactions:
+                redactions.append(f.path)
+            effect = g.finding_effects.get(f.analyzer, "deny")
+            if effect == "off":
+                continue
+            kept.append(f)
+            if effect == "deny":
+                return Decision(
+                    "deny",
+                    f"finding:{f.analyzer}:{f.kind}",
+                    (f"{f.analyzer} found {f.kind} at {f.path or '(arguments)'}" + (f": {f.message}" if f.message else ""),),
+                    risk,
+                    tuple(x for x in raw if g.finding_effects.get(x.analyzer, "deny") != "off"),
+                    tuple(redactions),
+                    error_code="policy.finding",
+                )
+            if not ask_rule:
+                ask_rule = f"finding:{f.analyzer}:{f.kind}"
+            asks.append(f"{f.analyzer} found {f.kind} at {f.path or '(arguments)'}")
+        findings = tuple(kept)
+
+    approval = g.rule.approval if g.rule is not None else None
+    if risk in ("high", "critical") and approval != "auto":
+        asks.insert(0, f"{call.exposed_name} has {risk} risk")
+        ask_rule = f"risk:{risk}"
+    if approval == "ask":
+        asks.insert(0, "the policy asks for approval before every call of this tool")
+        ask_rule = "approval:ask"
+    if asks:
+        if approval == "deny":
+            return Decision(
+                "deny", "approval:deny", (*asks, "this tool is configured to deny instead of asking"), risk,
+                findings, tuple(redactions), error_code="policy.denied",
+            )
+        return Decision("ask", ask_rule, tuple(asks), risk, findings, tuple(redactions))
+    if redactions or findings:
+        return replace(g.base, findings=findings, redactions=tuple(redactions))
+    return g.base
+
+
+def _decide_other(policy: CompiledPolicy, call: ToolCall) -> Decision:
+    """Resources and prompts: deny/allow globs and the default over the exposed name or URI.
+
+    Templates treat them as reads (allowed by all three); an explicit default wins.
+    """
     name = call.exposed_name
-    risk = policy.risk_of(name)
-    hit = _match(name, p.deny)
+    p = policy.config.policy
+    hit = policy.other_deny.first_match(name)
     if hit is not None:
-        return Decision("deny", f"deny:{hit}", (f"{name} matches deny rule {hit!r}",), risk, error_code="policy.denied")
-    hit = _match(name, p.allow)
+        return Decision("deny", f"deny:{hit}", (f"{name} matches deny rule {hit!r}",), error_code="policy.denied")
+    hit = policy.other_allow.first_match(name)
     if hit is not None:
-        return Decision("allow", f"allow:{hit}", (f"{name} matches allow rule {hit!r}",), risk)
-    if (p.default or "deny") == "allow":
-        return Decision("allow", "default:allow", ("allowed by the default policy",), risk)
+        return Decision("allow", f"allow:{hit}", (f"{name} matches allow rule {hit!r}",), "low")
+    if p.default == "allow" or (p.default is None and p.template is not None):
+        return Decision("allow", f"default:{call.kind}", (f"{call.kind}s are reads, allowed by the policy",), "low")
     return Decision(
-        "deny",
-        "default:deny",
-        (f"{name} is not allowed by any policy rule (default deny)",),
-        risk,
-        error_code="policy.denied",
+        "deny", "default:deny", (f"{name} is not allowed by any policy rule (default deny)",), error_code="policy.denied"
     )
 
 
+def governance_decision(policy: CompiledPolicy, identity: Identity, exposed: str) -> Decision:
+    """What the policy does with any call of ``exposed`` by ``identity``, before looking at arguments:
+    deny (unknown tool, deny glob, identity, template/default/unknown risk), ask (risk or
+    ``approval = "ask"``, turned into deny by ``approval = "deny"``), or allow."""
+    plan = policy.plans.get(exposed)
+    if plan is None:
+        return Decision("deny", "tool.not_found", (f"{exposed} is not a known, pinned tool",), error_code="tool.not_found")
+    g = plan.governance
+    if g.deny_glob is not None:
+        return g.deny_glob
+    who = identity_problem(g, identity)
+    if who is not None:
+        return who
+    if g.base.effect != "allow":
+        return g.base
+    approval = g.rule.approval if g.rule is not None else None
+    asks = approval == "ask" or (g.risk in ("high", "critical") and approval != "auto")
+    if asks and approval == "deny":
+        return Decision("deny", "approval:deny", (f"{exposed} needs approval and is configured to deny instead",), g.risk, error_code="policy.denied")
+    if asks:
+        rule = "approval:ask" if approval == "ask" else f"risk:{g.risk}"
+        return Decision("ask", rule, (f"{exposed} needs approval ({rule})",), g.risk)
+    return g.base
+
+
 def may_see(policy: CompiledPolicy, identity: Identity, exposed: str) -> bool:
-    """Whether ``identity`` may see ``exposed`` in tools/list (it could be allowed to call it)."""
-    probe = ToolCall(identity=identity, session_id="", trace_id="", span_id="", exposed_name=exposed, arguments={})
-    return decide(policy, probe, SessionState(""), 0.0).effect != "deny"
+    """Whether ``identity`` may see ``exposed`` in tools/list: `governance_decision` is not deny.
+
+    Argument checks are not considered (a visible tool can still deny a call for its arguments).
+    """
+    return governance_decision(policy, identity, exposed).effect != "deny"

@@ -1,0 +1,208 @@
+"""`decide` latency: p50/p99 for a typical ~400 B call and a 64 KB call, with 10 and 10,000 tools.
+
+Run: `.venv/bin/python benchmarks/decide.py [--quick]`. Everything is in-process and synthetic (no
+corpus, no network): a catalog of file, web, database and shell tools across many servers, a policy
+with allow/deny globs, per-tool risks, argument constraints, and ALL analyzers on (the real
+`scan_arguments`). Also reports the engine alone (analyzers off) and `compile_policy` time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from checkrein.canonical import canonical_json
+from checkrein.catalog.model import ToolDefinition
+from checkrein.config import parse_config
+from checkrein.policy import Decision, Identity, SessionState, ToolCall, compile_policy, decide
+
+POLICY = """
+[[servers]]
+name = "fs0"
+command = "fs"
+
+[policy]
+allow = ["fs*__read_*", "fs*__list_*", "fs*__write_*", "web*__fetch_*", "db*__query_*"]
+deny = ["*__delete_*", "sh*__*"]
+path_roots = ["/srv/data"]
+
+[policy.urls]
+allowed_hosts = ["api.example.com", "*.example.org"]
+
+[policy.tools."fs*__*"]
+risk = "low"
+
+[policy.tools."web*__*"]
+risk = "medium"
+
+[policy.tools."db*__*"]
+risk = "medium"
+
+[policy.tools."fs0__read_file".args.path]
+kind = "path"
+max_length = 4096
+
+[policy.tools."fs0__read_file".args.encoding]
+enum = ["utf-8", "latin-1"]
+
+[policy.tools."fs0__read_file".args.limit]
+minimum = 1
+maximum = 1000000
+
+[policy.tools."fs0__write_file".args.path]
+kind = "path"
+"""
+
+ANALYZERS_OFF = """
+[policy.analyzers]
+paths = "off"
+urls = "off"
+shell = "off"
+sql = "off"
+secrets = "off"
+"""
+
+READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File to read"},
+        "encoding": {"type": "string"},
+        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 1},
+        "follow_symlinks": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "note": {"type": "string"},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+WRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "append": {"type": "boolean"}},
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+KINDS = [
+    ("fs", "read_file", READ_SCHEMA),
+    ("fs", "write_file", WRITE_SCHEMA),
+    ("fs", "list_dir", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ("fs", "delete_file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ("web", "fetch_url", {"type": "object", "properties": {"url": {"type": "string", "format": "uri"}}}),
+    ("db", "query_sql", {"type": "object", "properties": {"sql": {"type": "string"}}}),
+    ("sh", "run_command", {"type": "object", "properties": {"command": {"type": "string"}}}),
+    ("fs", "read_meta", {"type": "object", "properties": {"path": {"type": "string"}, "fields": {"type": "array"}}}),
+    ("web", "fetch_page", {"type": "object", "properties": {"url": {"type": "string"}}}),
+    ("db", "query_table", {"type": "object", "properties": {"table": {"type": "string"}}}),
+]
+
+SMALL_ARGS: dict[str, Any] = {
+    "path": "/srv/data/reports/2026/q3/revenue-by-region.csv",
+    "encoding": "utf-8",
+    "offset": 0,
+    "limit": 20000,
+    "follow_symlinks": False,
+    "tags": ["finance", "quarterly", "emea", "apac", "draft"],
+    "note": "Summarise the regional revenue for the board deck; keep the numbers as they are in the file. "
+    "Ask before reading anything outside the reports folder.",
+}
+
+
+def _prose(size: int) -> str:
+    words = (
+        "the quarterly report lists revenue by region and product line with notes on growth churn and "
+        "pipeline; figures are in thousands of euros and were reconciled against the ledger on friday. "
+    )
+    text = (words * (size // len(words) + 1))[:size]
+    return text
+
+
+def catalog(n: int) -> dict[str, ToolDefinition]:
+    tools: dict[str, ToolDefinition] = {}
+    i = 0
+    while len(tools) < n:
+        for prefix, name, schema in KINDS:
+            server = f"{prefix}{i}"
+            tools[f"{server}__{name}"] = ToolDefinition(server, name, f"{name} on {server}", schema)
+            if len(tools) >= n:
+                break
+        i += 1
+    return tools
+
+
+def measure(fn: Callable[[], Decision], iterations: int) -> tuple[float, float]:
+    for _ in range(min(200, iterations)):
+        fn()
+    samples: list[float] = []
+    gc.disable()
+    try:
+        for _ in range(iterations):
+            t0 = time.perf_counter_ns()
+            fn()
+            samples.append((time.perf_counter_ns() - t0) / 1000.0)
+    finally:
+        gc.enable()
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer iterations")
+    ap.add_argument("--json", action="store_true", help="print JSON rows")
+    ns = ap.parse_args(argv)
+    small_n, big_n = (2000, 30) if ns.quick else (20000, 300)
+
+    big_args = {"path": "/srv/data/notes/board.txt", "content": _prose(64 * 1024 - 60), "append": False}
+    sizes = {"400 B": len(canonical_json(SMALL_ARGS)), "64 KB": len(canonical_json(big_args))}
+    who = Identity("alice", source="stdio")
+    rows: list[dict[str, Any]] = []
+    for n in (10, 10_000):
+        tools = catalog(n)
+        for analyzers in ("all on", "off"):
+            config = parse_config(POLICY + (ANALYZERS_OFF if analyzers == "off" else ""))
+            t0 = time.perf_counter()
+            policy = compile_policy(config, tools)
+            compile_ms = (time.perf_counter() - t0) * 1000
+            if policy.analyzers_missing:
+                print(f"analyzers unavailable: {policy.analyzers_missing}", file=sys.stderr)
+                return 1
+            session = SessionState("bench")
+            for label, exposed, args, iters in (
+                ("400 B", "fs0__read_file", SMALL_ARGS, small_n),
+                ("64 KB", "fs0__write_file", big_args, big_n),
+            ):
+                call = ToolCall(who, "bench", "t", "s", exposed, args, server="fs0", tool=exposed.split("__")[1])
+                d = decide(policy, call, session, 0.0)
+                p50, p99 = measure(lambda call=call: decide(policy, call, session, 0.0), iters)  # type: ignore[misc]
+                rows.append(
+                    {
+                        "tools": n,
+                        "analyzers": analyzers,
+                        "call": f"{label} ({sizes[label]} B)",
+                        "effect": d.effect,
+                        "p50_us": round(p50, 1),
+                        "p99_us": round(p99, 1),
+                        "compile_ms": round(compile_ms, 1),
+                    }
+                )
+    if ns.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    print(f"{'tools':>6}  {'analyzers':<9}  {'call':<16}  {'effect':<6}  {'p50 us':>8}  {'p99 us':>8}  {'compile ms':>10}")
+    for r in rows:
+        print(
+            f"{r['tools']:>6}  {r['analyzers']:<9}  {r['call']:<16}  {r['effect']:<6}  "
+            f"{r['p50_us']:>8}  {r['p99_us']:>8}  {r['compile_ms']:>10}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

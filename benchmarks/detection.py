@@ -1,0 +1,336 @@
+"""Detection benchmark: argument-attack recall, benign false positives, secrets precision/recall,
+and (when `checkrein.policy.injection` exists) prompt-injection recall/FPR, on the development
+corpora in `../shared/corpora` (see its README).
+
+    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--out docs/security-efficacy.md] [--no-write]
+
+Every corpus line is an opaque string handed to the analyzers; nothing is executed or fetched.
+Exits 0 with a message when the corpora are absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.analyzers import ScanContext, find_secrets, kind_from_name, scan_arguments
+from checkrein.policy.decision import Finding
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPORA = REPO.parent / "shared" / "corpora"
+FILE_TARGET = "etc/passwd"
+
+CLASS_KIND: dict[str, ArgKind] = {
+    "sqli": "query",
+    "path_traversal": "path",
+    "command_injection": "command",
+    "ssrf": "url",
+}
+CLASS_FILE = {
+    "sqli": "sqli.txt",
+    "path_traversal": "path_traversal.txt",
+    "command_injection": "command_injection.txt",
+    "ssrf": "ssrf.txt",
+}
+_META = set(";&|`$<>\n\r") | {"%0a", "%0d", "%3b", "%7c", "%26", "\\n"}
+_ABSOLUTE_LISTS = {
+    "List_Of_File_To_Include.txt",
+    "Linux-files.txt",
+    "Windows-files.txt",
+    "BSD-files.txt",
+    "Mac-files.txt",
+    "LFI-WindowsFileCheck.txt",
+}
+
+
+def weak_group(cls: str, payload: str, source: str) -> str | None:
+    """The corpus README's weak sub-list a line belongs to, or None."""
+    name = source.rsplit("/", 1)[-1]
+    if cls == "path_traversal":
+        if name == "Web-files.txt":
+            return "Web-files (discovery targets)"
+        if name == "php-filter-iconv.txt":
+            return "php-filter-iconv (filter-chain pieces)"
+        if name in _ABSOLUTE_LISTS and ".." not in payload and "%" not in payload:
+            return "plain paths to sensitive files (no traversal)"
+    if cls == "command_injection" and name == "command_exec.txt":
+        lowered = payload.lower()
+        if not any(m in lowered for m in _META):
+            return "bare commands (command_exec, no metacharacter)"
+    return None
+
+
+@dataclass
+class Tally:
+    total: int = 0
+    hit: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, detected: bool, sample: str) -> None:
+        self.total += 1
+        if detected:
+            self.hit += 1
+        elif len(self.misses) < 12:
+            self.misses.append(sample)
+
+    @property
+    def rate(self) -> float:
+        return self.hit / self.total if self.total else 0.0
+
+
+def _scan(value: str, kind: ArgKind | None) -> list[Finding]:
+    ctx = ScanContext(kinds={"/v": kind} if kind else {})
+    return scan_arguments({"v": value}, ctx)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def attacks(corpora: Path) -> tuple[list[list[str]], list[list[str]], dict[str, dict[str, Tally]]]:
+    base = corpora / "args" / "attacks"
+    provenance: dict[tuple[str, str], str] = {}
+    for line in (base / "provenance.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        provenance[(row["class"], row["payload"])] = row["sources"][0]
+    rows: list[list[str]] = []
+    weak_rows: list[list[str]] = []
+    details: dict[str, dict[str, Tally]] = {}
+    for cls, fname in CLASS_FILE.items():
+        typed, untyped, typed_core, untyped_core = Tally(), Tally(), Tally(), Tally()
+        weak: dict[str, tuple[Tally, Tally]] = defaultdict(lambda: (Tally(), Tally()))
+        per_source: dict[str, Tally] = defaultdict(Tally)
+        for payload in _lines(base / fname):
+            value = payload.replace("{FILE}", FILE_TARGET)
+            t = bool(_scan(value, CLASS_KIND[cls]))
+            u = bool(_scan(value, None))
+            typed.add(t, value)
+            untyped.add(u, value)
+            source = provenance.get((cls, payload), "?")
+            per_source[source.rsplit("/", 1)[-1]].add(t, value)
+            group = weak_group(cls, payload, source)
+            if group is None:
+                typed_core.add(t, value)
+                untyped_core.add(u, value)
+            else:
+                weak[group][0].add(t, value)
+                weak[group][1].add(u, value)
+        rows.append(
+            [cls, CLASS_KIND[cls], str(typed.total), _pct(typed.rate), _pct(untyped.rate), str(typed_core.total), _pct(typed_core.rate), _pct(untyped_core.rate)]
+        )
+        for group, (wt, wu) in sorted(weak.items()):
+            weak_rows.append([cls, group, str(wt.total), _pct(wt.rate), _pct(wu.rate)])
+        details[cls] = {"typed": typed_core, "untyped": untyped_core, **{f"source {k}": v for k, v in per_source.items()}}
+    return rows, weak_rows, details
+
+
+def benign(corpora: Path) -> tuple[list[list[str]], Counter[str], Counter[str], list[str], list[str]]:
+    rows = [json.loads(line) for line in (corpora / "args" / "benign" / "args.jsonl").read_text(encoding="utf-8").splitlines()]
+    typed_fp = untyped_fp = 0
+    typed_kinds: Counter[str] = Counter()
+    untyped_kinds: Counter[str] = Counter()
+    kinds_used: Counter[str] = Counter()
+    typed_examples: list[str] = []
+    untyped_examples: list[str] = []
+    for r in rows:
+        name = r["arg"].split(".")[-1]
+        kind = kind_from_name(name)
+        kinds_used[kind or "untyped"] += 1
+        tf = _scan(r["value"], kind)
+        uf = _scan(r["value"], None)
+        if tf:
+            typed_fp += 1
+            for f in tf:
+                typed_kinds[f"{f.analyzer}/{f.kind}"] += 1
+            typed_examples.append(f"{r['tool']}.{r['arg']} ({kind}): {r['value'][:90]!r} -> {sorted({f.analyzer + '/' + f.kind for f in tf})}")
+        if uf:
+            untyped_fp += 1
+            for f in uf:
+                untyped_kinds[f"{f.analyzer}/{f.kind}"] += 1
+            untyped_examples.append(f"{r['tool']}.{r['arg']}: {r['value'][:90]!r} -> {sorted({f.analyzer + '/' + f.kind for f in uf})}")
+    n = len(rows)
+    table = [
+        ["kind from arg name (as the product would)", str(n), str(typed_fp), _pct(typed_fp / n)],
+        ["every value untyped", str(n), str(untyped_fp), _pct(untyped_fp / n)],
+    ]
+    kinds_used_row = ", ".join(f"{k}: {v}" for k, v in kinds_used.most_common())
+    typed_kinds["(arg kinds used: " + kinds_used_row + ")"] = 0
+    return table, typed_kinds, untyped_kinds, typed_examples, untyped_examples
+
+
+def secrets(corpora: Path) -> tuple[list[list[str]], list[str], list[str]]:
+    rows = [json.loads(line) for line in (corpora / "secrets" / "labelled.jsonl").read_text(encoding="utf-8").splitlines()]
+    out: list[list[str]] = []
+    fns: list[str] = []
+    fps: list[str] = []
+    for source in ("detect-secrets", "gitleaks", "all"):
+        tp = fp = fn = tn = 0
+        for r in rows:
+            if source != "all" and r["source"] != source:
+                continue
+            predicted = bool(find_secrets(r["text"]))
+            if r["label"] and predicted:
+                tp += 1
+            elif r["label"]:
+                fn += 1
+                if source == "all":
+                    fns.append(f"{r['kind']}: {r['text'][:100]!r}")
+            elif predicted:
+                fp += 1
+                if source == "all":
+                    fps.append(f"{r['kind']}: {r['text'][:100]!r}")
+            else:
+                tn += 1
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        out.append([source, str(tp + fn), str(fp + tn), _pct(precision), _pct(recall), str(fp), str(fn)])
+    return out, fns, fps
+
+
+def injection(corpora: Path) -> tuple[list[list[str]], str] | None:
+    try:
+        module = importlib.import_module("checkrein.policy.injection")
+    except ImportError:
+        return None
+    detect: Callable[[str], list[Any]] | None = getattr(module, "detect_injection", None)
+    if detect is None:
+        return None
+    table: list[list[str]] = []
+    groups: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+    for fname in ("bipia_train.jsonl", "benign_emails.jsonl"):
+        for line in (corpora / "injection" / fname).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            flagged = bool(detect(row["text"]))
+            src = "llmail benign" if fname.startswith("benign") else f"bipia {row['task']}"
+            groups[src].append((row["label"], flagged))
+            if row["label"]:
+                category = row["id"].split("/")[4].rsplit("-", 1)[0]
+                groups[f"  category {category}"].append((1, flagged))
+    for name, items in groups.items():
+        pos = [f for label, f in items if label]
+        neg = [f for label, f in items if not label]
+        recall = _pct(sum(pos) / len(pos)) if pos else "-"
+        fpr = _pct(sum(neg) / len(neg)) if neg else "-"
+        table.append([name, str(len(pos)), recall, str(len(neg)), fpr])
+    return table, "checkrein.policy.injection.detect_injection"
+
+
+def markdown_table(header: list[str], rows: Iterable[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "security-efficacy.md")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite the doc")
+    parser.add_argument("--verbose", "-v", action="store_true", help="print misses and false positives")
+    args = parser.parse_args(argv)
+    corpora: Path = args.corpora
+    if not (corpora / "args" / "attacks").is_dir():
+        print(f"detection benchmark: corpora not found at {corpora} (pass --corpora PATH); nothing measured.")
+        return 0
+
+    started = time.perf_counter()
+    attack_rows, weak_rows, details = attacks(corpora)
+    benign_table, typed_kinds, untyped_kinds, typed_examples, untyped_examples = benign(corpora)
+    secret_rows, secret_fns, secret_fps = secrets(corpora)
+    inj = injection(corpora)
+    elapsed = time.perf_counter() - started
+
+    sections: list[str] = []
+    sections.append(
+        "## Argument attacks: recall per class\n\n"
+        f"Each corpus line is the value of one argument, once typed with the class's kind and once untyped. `{{FILE}}` "
+        f"templates are filled with `{FILE_TARGET}`. A line counts as detected when any analyzer reports a finding "
+        "(the policy's default effect for a finding is deny). \"core\" leaves out the weak sub-lists below.\n\n"
+        + markdown_table(["class", "typed as", "lines", "recall typed", "recall untyped", "core lines", "core typed", "core untyped"], attack_rows)
+    )
+    sections.append(
+        "### Weak sub-lists (corpus README), reported separately\n\n"
+        + markdown_table(["class", "sub-list", "lines", "recall typed", "recall untyped"], weak_rows)
+    )
+    src_rows = []
+    for cls, tallies in details.items():
+        for name, t in tallies.items():
+            if name.startswith("source "):
+                src_rows.append([cls, name[7:], str(t.total), _pct(t.rate)])
+    sections.append("### Typed recall per upstream list\n\n" + markdown_table(["class", "list", "lines", "recall typed"], src_rows))
+    sections.append(
+        "## Benign arguments: false positives\n\n"
+        "`args/benign/args.jsonl`; the kind comes from the argument name through `kind_from_name`, as the product "
+        "infers it from a schema without a `format`.\n\n"
+        + markdown_table(["mode", "rows", "flagged", "false-positive rate"], benign_table)
+        + "\n\nFindings behind the typed false positives: "
+        + ", ".join(f"`{k}` {v}" for k, v in typed_kinds.most_common() if v)
+        + ".\n\nFindings behind the untyped false positives: "
+        + (", ".join(f"`{k}` {v}" for k, v in untyped_kinds.most_common() if v) or "none")
+        + "."
+    )
+    sections.append(
+        "## Secrets: `find_secrets` on `secrets/labelled.jsonl`\n\n"
+        + markdown_table(["source", "positives", "negatives", "precision", "recall", "false pos.", "false neg."], secret_rows)
+    )
+    if inj is None:
+        sections.append("## Prompt injection\n\n`checkrein.policy.injection.detect_injection` is not importable in this tree; not measured.")
+    else:
+        table, name = inj
+        sections.append(
+            f"## Prompt injection: `{name}`\n\n"
+            + markdown_table(["group", "injected", "recall", "clean", "false-positive rate"], table)
+        )
+    report = "\n\n".join(sections)
+    print(report)
+    print(f"\n(measured in {elapsed:.1f} s)")
+    if args.verbose:
+        for cls, tallies in details.items():
+            for mode in ("typed", "untyped"):
+                print(f"\n-- {cls} {mode} misses (first 12):")
+                for m in tallies[mode].misses:
+                    print("   ", repr(m)[:160])
+        print("\n-- benign typed false positives:")
+        for e in typed_examples:
+            print("   ", e)
+        print("\n-- benign untyped false positives:")
+        for e in untyped_examples:
+            print("   ", e)
+        print("\n-- secrets false negatives:")
+        for e in secret_fns:
+            print("   ", e)
+        print("\n-- secrets false positives:")
+        for e in secret_fps:
+            print("   ", e)
+    if not args.no_write:
+        _write_doc(args.out, report, corpora)
+    return 0
+
+
+def _write_doc(out: Path, report: str, corpora: Path) -> None:
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
+    begin, end = "<!-- detection:begin -->", "<!-- detection:end -->"
+    block = f"{begin}\n\n{report}\n\n{end}"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = (text.rstrip() + "\n\n" if text else "# Security efficacy\n\n") + block + "\n"
+    out.write_text(text, encoding="utf-8")
+    print(f"\nwrote {out} (corpora: {corpora})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

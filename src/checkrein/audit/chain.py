@@ -1,0 +1,103 @@
+"""The hash chain: assigns ``seq`` and ``prev_hash``, renders lines, and makes checkpoints.
+
+Single-threaded by contract (only the trail's writer calls it). `seal` is the hot path: one
+canonical serialization, one SHA-256 and one Merkle append per event.
+"""
+
+from __future__ import annotations
+
+import uuid
+from importlib import metadata
+from typing import Any
+
+from .event import format_time
+from .merkle import MerkleFrontier
+from .schema import GENESIS_HASH, SCHEMA_VERSION, render
+from .signing import CheckpointSigner
+
+__all__ = ["Chain"]
+
+try:
+    _SOFTWARE = f"checkrein {metadata.version('checkrein')}"
+except metadata.PackageNotFoundError:  # running from a source tree without installing
+    _SOFTWARE = "checkrein"
+
+
+class Chain:
+    def __init__(
+        self,
+        *,
+        log_id: str,
+        next_seq: int,
+        head_hash: str | None,
+        hashes: list[str],
+        signer: CheckpointSigner | None,
+    ) -> None:
+        self.log_id = log_id
+        self.next_seq = next_seq
+        self.head = head_hash or GENESIS_HASH
+        self.frontier = MerkleFrontier()
+        for h in hashes:
+            self.frontier.append(h)
+        self.signer = signer
+        self.since_checkpoint = 0
+
+    def seal(self, body: dict[str, Any]) -> tuple[bytes, str, int]:
+        """Give ``body`` its place in the chain (mutates ``body``: it is the trail's own dict).
+        Returns (line, hash, seq)."""
+        seq = self.next_seq
+        body["seq"] = seq
+        body["prev_hash"] = self.head
+        line, h = render(body)
+        self.next_seq = seq + 1
+        self.head = h
+        self.frontier.append(h)
+        self.since_checkpoint += 1
+        return line, h, seq
+
+    def genesis(self, now: float) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "event_id": str(uuid.uuid4()),
+            "time": format_time(now),
+            "type": "genesis",
+            "log_id": self.log_id,
+            "key_id": self.signer.key_id if self.signer else None,
+            "software": _SOFTWARE,
+        }
+
+    def segment_link(self, index: int, now: float) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "event_id": str(uuid.uuid4()),
+            "time": format_time(now),
+            "type": "segment",
+            "log_id": self.log_id,
+            "segment": index,
+            "prev_segment_head": self.head,
+        }
+
+    def checkpoint(self, reason: str, now: float) -> dict[str, Any]:
+        """A checkpoint over every event sealed so far (count = its own seq)."""
+        body: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "event_id": str(uuid.uuid4()),
+            "time": format_time(now),
+            "type": "checkpoint",
+            "log_id": self.log_id,
+            "seq": self.next_seq,
+            "count": self.frontier.count,
+            "head_hash": self.head,
+            "merkle_root": self.frontier.root(),
+            "reason": reason,
+            "key_id": self.signer.key_id if self.signer else None,
+            "signature": None,
+        }
+        if self.signer is not None:
+            body["signature"] = self.signer.sign(body)
+        self.since_checkpoint = -1  # the checkpoint itself is sealed next and must not count
+        return body
+
+    @staticmethod
+    def new_log_id() -> str:
+        return str(uuid.uuid4())

@@ -1,0 +1,225 @@
+"""Redaction for the audit: a bounded, masked copy of a JSON value, and where it was masked.
+
+`Redactor.preview(value, base)` never mutates ``value`` and never raises for JSON-like input. It
+returns a new value in which
+
+* values under secret-looking keys (at any depth) are replaced by ``"[REDACTED]"``;
+* strings that hold JSON objects/arrays are parsed, redacted the same way and re-serialized;
+* spans the secret finder reports are replaced by ``"[REDACTED:<kind>]"``;
+* long strings are cut to ``max_chars`` (after masking, so a cut never reveals half a secret that
+  the finder could have seen whole), and large containers to a fixed number of items;
+
+and the JSON pointers (RFC 6901, under ``base``) of every masked value. Pointers name places,
+never values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .secrets import SecretFinder, find_builtin_secrets
+
+__all__ = ["MASK", "Redactor", "escape_pointer"]
+
+MASK = "[REDACTED]"
+TRUNCATED = "[TRUNCATED]"
+
+_SENSITIVE_PARTS = (
+    "password", "passwd", "passphrase", "token", "secret", "authorization", "apikey", "accesskey",
+    "privatekey", "cookie", "session", "credential", "bearer", "jwt", "signature", "clientsecret",
+)
+_SENSITIVE_EXACT = frozenset({"pwd", "pass", "auth", "otp", "pin", "sig", "xapikey", "setcookie"})
+_NORMALIZE = re.compile(r"[\s_\-.]")
+# Strings this long are scanned only up to this many characters past the preview cut; what lies
+# beyond is never written, so it cannot leak.
+_SCAN_SLACK = 4096
+_MAX_JSON_IN_STRING = 256 * 1024
+# No pattern of the built-in set, and no real credential, fits in fewer characters ("pwd=ab").
+_MIN_SECRET = 6
+
+
+def escape_pointer(token: str) -> str:
+    """One RFC 6901 reference token."""
+    if "~" in token or "/" in token:
+        return token.replace("~", "~0").replace("/", "~1")
+    return token
+
+
+class Redactor:
+    """Masks and bounds values for the audit. One instance per trail; thread-safe (no shared
+    mutable state beyond a bounded key cache whose races are harmless)."""
+
+    def __init__(
+        self,
+        *,
+        secret_finder: SecretFinder | None = None,
+        extra_keys: Iterable[str] = (),
+        max_chars: int = 512,
+        max_items: int = 64,
+        max_depth: int = 16,
+        budget_chars: int | None = None,
+    ) -> None:
+        self._finder: SecretFinder = secret_finder or find_builtin_secrets
+        self._extra = tuple(_NORMALIZE.sub("", k.lower()) for k in extra_keys if k)
+        self._max_chars = max_chars
+        self._max_items = max_items
+        self._max_depth = max_depth
+        self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
+        self._key_cache: dict[str, bool] = {}
+        self.finder_failures = 0
+
+    def is_sensitive_key(self, key: str) -> bool:
+        """True when values under ``key`` are masked whatever they are."""
+        cached = self._key_cache.get(key)
+        if cached is not None:
+            return cached
+        norm = _NORMALIZE.sub("", key.lower())
+        hit = (
+            norm in _SENSITIVE_EXACT
+            or any(part in norm for part in _SENSITIVE_PARTS)
+            or any(part in norm for part in self._extra)
+        )
+        if len(self._key_cache) < 4096:
+            self._key_cache[key] = hit
+        return hit
+
+    def preview(
+        self, value: Any, base: str, *, masked: frozenset[str] = frozenset()
+    ) -> tuple[Any, list[str]]:
+        """Return (redacted bounded copy, pointers of masked values). ``masked`` holds pointers
+        relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well."""
+        pointers: list[str] = []
+        walk = _Walk(self, pointers, masked, base)
+        return walk.value(value, "", 0), pointers
+
+    def mask_text(self, text: str) -> tuple[str, bool]:
+        """``text`` with finder spans replaced; True when something was masked. Only the first
+        ``max_chars + slack`` characters are examined and kept."""
+        if len(text) < _MIN_SECRET:
+            return text, False
+        if len(text) > self._max_chars + _SCAN_SLACK:
+            text = text[: self._max_chars + _SCAN_SLACK]
+        try:
+            spans = self._finder(text)
+        except Exception:  # noqa: BLE001 - a broken finder must mask, not leak or crash the writer
+            self.finder_failures += 1
+            return "[REDACTED:finder_error]", True
+        if not spans:
+            return text, False
+        out: list[str] = []
+        pos = 0
+        for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+            start, end = max(span.start, 0), min(span.end, len(text))
+            if end <= pos or end <= start:
+                continue
+            start = max(start, pos)
+            out.append(text[pos:start])
+            out.append(f"[REDACTED:{span.kind}]")
+            pos = end
+        out.append(text[pos:])
+        return "".join(out), True
+
+
+class _Walk:
+    __slots__ = ("_budget", "_masked", "_pointers", "_r", "_base")
+
+    def __init__(self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str) -> None:
+        self._r = r
+        self._pointers = pointers
+        self._masked = masked
+        self._base = base
+        self._budget = r._budget_chars
+
+    def value(self, v: Any, ptr: str, depth: int) -> Any:
+        if self._masked and ptr in self._masked:
+            self._pointers.append(self._base + ptr)
+            return MASK
+        tp = type(v)
+        if tp is str:
+            return self.string(v, ptr, depth)
+        if tp is int or tp is bool or v is None:
+            return v
+        if tp is dict and depth < self._r._max_depth and self._budget > 0:
+            return self.mapping(v, ptr, depth)
+        if isinstance(v, str):
+            return self.string(str(v), ptr, depth)
+        if isinstance(v, bool | int):
+            return int(v)
+        if isinstance(v, float):
+            return v if math.isfinite(v) else str(v)
+        if depth >= self._r._max_depth or self._budget <= 0:
+            return TRUNCATED
+        if isinstance(v, Mapping):
+            return self.mapping(v, ptr, depth)
+        if isinstance(v, list | tuple):
+            return self.sequence(v, ptr, depth)
+        # Not JSON: record what it is, redacted like any text.
+        return self.string(f"<{type(v).__name__}> {v!r}"[: 4 * self._r._max_chars], ptr, depth)
+
+    def mapping(self, v: Mapping[Any, Any], ptr: str, depth: int) -> dict[str, Any]:
+        r = self._r
+        out: dict[str, Any] = {}
+        sensitive = r.is_sensitive_key
+        max_items = r._max_items
+        n = 0
+        for k, item in v.items():
+            if n >= max_items:
+                out["…"] = f"{TRUNCATED} {len(v) - n} more keys"
+                break
+            n += 1
+            key = k if type(k) is str else str(k)
+            if len(key) >= 16:
+                masked_key, hit = r.mask_text(key)
+                if hit:
+                    key = masked_key
+            child = ptr + "/" + escape_pointer(key)
+            if sensitive(key):
+                self._pointers.append(self._base + child)
+                out[key] = MASK
+            else:
+                out[key] = self.value(item, child, depth + 1)
+        return out
+
+    def sequence(self, v: list[Any] | tuple[Any, ...], ptr: str, depth: int) -> list[Any]:
+        limit = self._r._max_items
+        out = [self.value(item, f"{ptr}/{i}", depth + 1) for i, item in enumerate(v[:limit])]
+        if len(v) > limit:
+            out.append(f"{TRUNCATED} {len(v) - limit} more items")
+        return out
+
+    def string(self, s: str, ptr: str, depth: int) -> str:
+        r = self._r
+        if len(s) < _MIN_SECRET and self._budget >= len(s):
+            self._budget -= len(s)
+            return s
+        first = s[:1]
+        if (first in "{[" or (first.isspace() and s.lstrip()[:1] in ("{", "["))) and first and len(s) <= _MAX_JSON_IN_STRING and depth < r._max_depth:
+            inner = _loads_json_container(s)
+            if inner is not None:
+                before = len(self._pointers)
+                sub = self.value(inner, ptr, depth + 1)
+                if len(self._pointers) > before:
+                    # Pointers cannot reach inside a string: name the string once.
+                    del self._pointers[before:]
+                    self._pointers.append(self._base + ptr)
+                    s = json.dumps(sub, ensure_ascii=False, separators=(",", ":"))
+        text, hit = r.mask_text(s)
+        if hit:
+            self._pointers.append(self._base + ptr)
+        limit = min(r._max_chars, max(self._budget, 0))
+        if len(text) > limit:
+            text = f"{text[:limit]}…[+{len(s) - limit} chars]"
+        self._budget -= min(len(text), limit)
+        return text
+
+
+def _loads_json_container(s: str) -> Any | None:
+    try:
+        inner = json.loads(s)
+    except (ValueError, RecursionError):
+        return None
+    return inner if isinstance(inner, dict | list) else None

@@ -1,0 +1,153 @@
+"""The SQLite copy of the log: an index for queries, rebuilt from the JSONL chain at will.
+
+One table ``events`` keyed by ``seq`` holding each stored line verbatim plus the columns queries
+filter on (time, session, trace, tool, outcome). WAL mode; ``synchronous=NORMAL`` because the
+JSONL segments, not this file, are what must survive a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .segments import INDEX_FILE, iter_lines
+
+__all__ = ["Row", "SqliteIndex", "row_for", "rebuild_index"]
+
+Row = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, float | None, str, str]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    time TEXT NOT NULL,
+    session_id TEXT,
+    trace_id TEXT,
+    tool TEXT,
+    exposed_name TEXT,
+    outcome TEXT,
+    rule_id TEXT,
+    duration_ms REAL,
+    hash TEXT NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_time ON events(time);
+CREATE INDEX IF NOT EXISTS events_session ON events(session_id);
+CREATE INDEX IF NOT EXISTS events_trace ON events(trace_id);
+CREATE INDEX IF NOT EXISTS events_tool ON events(exposed_name);
+CREATE INDEX IF NOT EXISTS events_outcome ON events(outcome);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_INSERT = "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+
+
+def row_for(body: dict[str, Any], seq: int, hash_hex: str, line: bytes) -> Row:
+    """The index row of one event (``line`` without its newline)."""
+    if body.get("type") == "call":
+        decision = body.get("decision")
+        rule = decision.get("rule_id") if isinstance(decision, dict) else None
+        return (
+            seq, "call", body["time"], body.get("session_id"), body.get("trace_id"), body.get("tool"),
+            body.get("exposed_name"), body.get("outcome"), rule, body.get("duration_ms"), hash_hex,
+            line.decode("utf-8"),
+        )
+    name = body.get("event") if body.get("type") == "lifecycle" else None
+    return (seq, str(body.get("type")), str(body.get("time")), None, None, None, name, None, None, None,
+            hash_hex, line.decode("utf-8"))
+
+
+def _row_from_line(seq: int, line: bytes) -> Row:
+    body = json.loads(line)
+    return row_for(body, seq, str(body.get("hash")), line)
+
+
+class SqliteIndex:
+    """Owned by one thread at a time (the trail's writer). Methods raise ``sqlite3.Error``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / INDEX_FILE
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def log_id(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='log_id'").fetchone()
+        return str(row[0]) if row else None
+
+    def max_seq(self) -> int:
+        row = self._db.execute("SELECT MAX(seq) FROM events").fetchone()
+        return -1 if row is None or row[0] is None else int(row[0])
+
+    def insert(self, rows: Sequence[Row]) -> None:
+        """All rows in one transaction."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(_INSERT, rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def catch_up(self, directory: Path, log_id: str | None, next_seq: int) -> int:
+        """Make the index agree with the JSONL chain of ``next_seq`` events: drop rows past it (a
+        crash can only leave the index behind, but be sure) and add missing ones. Returns the
+        number of rows added."""
+        db = self._db
+        if log_id is not None and self.log_id() not in (None, log_id):
+            db.execute("DELETE FROM events")
+        db.execute("DELETE FROM events WHERE seq >= ?", (next_seq,))
+        if log_id is not None:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('log_id', ?)", (log_id,))
+        start = self.max_seq() + 1
+        added = 0
+        batch: list[Row] = []
+        for seq, line in iter_lines(directory, start):
+            if seq >= next_seq:
+                break
+            batch.append(_row_from_line(seq, line))
+            if len(batch) >= 5000:
+                self.insert(batch)
+                added += len(batch)
+                batch = []
+        if batch:
+            self.insert(batch)
+            added += len(batch)
+        return added
+
+    def set_log_id(self, log_id: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('log_id', ?)", (log_id,))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def rebuild_index(directory: Path) -> int:
+    """Delete and rebuild ``index.sqlite`` from the segments; returns the number of events indexed.
+    Run it only while no writer has the log open. Raises ``OSError``/``sqlite3.Error``/``ValueError``."""
+    for suffix in ("", "-wal", "-shm"):
+        (directory / (INDEX_FILE + suffix)).unlink(missing_ok=True)
+    index = SqliteIndex(directory)
+    try:
+        log_id: str | None = None
+        count = 0
+        for count, (_, line) in enumerate(iter_lines(directory), start=1):
+            if count == 1:
+                first = json.loads(line)
+                log_id = first.get("log_id") if isinstance(first, dict) else None
+        return index.catch_up(directory, log_id, count) if count else 0
+    finally:
+        index.close()
+
+
+def iter_rows(directory: Path, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """Read-only query helper for `query`/`stats`."""
+    db = sqlite3.connect(f"file:{directory / INDEX_FILE}?mode=ro", uri=True)
+    try:
+        return list(db.execute(sql, tuple(params)))
+    finally:
+        db.close()

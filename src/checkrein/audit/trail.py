@@ -1,0 +1,322 @@
+"""`open_audit_trail` and `AuditTrailImpl`: the gate-facing `AuditTrail` over the one writer.
+
+`record_call` takes no lock and does no I/O: it checks `writable`, timestamps the record and
+appends it to the writer's queue; redaction, hashing and writing happen on the writer thread. In
+`durable` mode it then awaits the fsync of the batch holding its event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from checkrein.config.audit import AuditSettings
+from checkrein.errors import AuditError, AuditUnavailable
+
+from .chain import Chain
+from .event import EventFactory
+from .record import CallRecord, LifecycleRecord
+from .redact import Redactor
+from .secrets import SecretFinder
+from .segments import LogOpener, OsLogFile, scan_tail, segment_name
+from .signing import CheckpointSigner
+from .sqlite_index import SqliteIndex
+from .writer import COUNTER_NAMES, Item, Waiter, Writer
+
+__all__ = ["DEFAULT_DIR_NAME", "AuditTrailImpl", "open_audit_trail", "resolve_audit_dir"]
+
+log = logging.getLogger("checkrein.audit")
+DEFAULT_DIR_NAME = "checkrein-audit"
+
+
+def resolve_audit_dir(settings: AuditSettings, base_dir: Path) -> Path:
+    """``[audit] dir`` relative to ``base_dir`` (the config file's folder)."""
+    return (base_dir / (settings.dir or DEFAULT_DIR_NAME)).resolve()
+
+
+class AuditTrailImpl:
+    """Implements `checkrein.audit.record.AuditTrail`. Create with `open_audit_trail`."""
+
+    def __init__(self, settings: AuditSettings, directory: Path, clock: Callable[[], float]) -> None:
+        self.settings = settings
+        self.directory = directory
+        self._clock = clock
+        self._writable = True
+        self._closed = False
+        self._counters: dict[str, int] = dict.fromkeys(COUNTER_NAMES, 0)
+        self._writer: Writer | None = None
+
+    # --- AuditTrail protocol ----------------------------------------------------------------------
+
+    async def record_call(self, record: CallRecord) -> None:
+        """Queue the event of one finished call. Raises ``AuditUnavailable`` when the log cannot be
+        written (or the queue is full) and ``on_failure`` is ``deny``; in ``durable`` mode returns
+        only once the event is fsynced (and raises ``AuditUnavailable`` if that write fails)."""
+        degraded: tuple[str, ...] = ()
+        if self._closed:
+            self._counters["rejected_unwritable"] += 1
+            raise AuditUnavailable(self._unavailable_message())
+        if not self._writable or self._queue_full():
+            if self.settings.on_failure == "deny":
+                self._counters["rejected_unwritable"] += 1
+                raise AuditUnavailable(self._unavailable_message())
+            self._counters["failed_open"] += 1
+            degraded = ("audit.failed_open",)
+            if self._queue_full():
+                self._counters["dropped"] += 1
+                return
+            self._enqueue((record, self._clock(), None, degraded))
+            return
+        await self._submit(record)
+
+    async def record_lifecycle(self, record: LifecycleRecord) -> None:
+        """Queue a lifecycle event. Never raises for an unwritable log (the event waits in the
+        queue, or is dropped and counted when the queue is full); waits for the fsync in
+        ``durable`` mode while the log is writable."""
+        if self._closed:
+            raise AuditError("audit trail is closed", code="audit.closed")
+        if self._queue_full():
+            self._counters["dropped"] += 1
+            return
+        if not self._writable:
+            self._enqueue((record, self._clock(), None, ()))
+            return
+        try:
+            await self._submit(record)
+        except AuditUnavailable:
+            log.warning("lifecycle event %s queued while the audit log is failing", record.event)
+
+    def writable(self) -> bool:
+        return self._writable and not self._closed
+
+    async def aclose(self) -> None:
+        """Write the shutdown checkpoint, sync, and stop the writer (bounded by `close_timeout_s`
+        while the log is failing). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        writer = self._writer
+        if writer is None:
+            return
+        writer.request_stop()
+        await anyio.to_thread.run_sync(writer.join, abandon_on_cancel=True)
+
+    def close(self) -> None:
+        """Synchronous `aclose` for scripts and tests outside an event loop."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            self._writer.request_stop()
+            self._writer.join()
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Snapshot of every counter (for `checkrein stats` / `audit stats`)."""
+        out = dict(self._counters)
+        depth = len(self._writer.queue) if self._writer else 0
+        out["queue_depth"] = depth
+        out["writable"] = int(self.writable())
+        return out
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _queue_full(self) -> bool:
+        return self._writer is not None and len(self._writer.queue) >= self.settings.max_queue
+
+    def _unavailable_message(self) -> str:
+        if self._closed:
+            return "audit trail is closed; calls are denied"
+        if not self._writable:
+            return f"audit log in {self.directory} cannot be written; calls are denied until it can"
+        return "audit queue is full; calls are denied until the writer catches up"
+
+    def _enqueue(self, item: Item) -> None:
+        writer = self._writer
+        if writer is None:
+            raise AuditUnavailable("audit trail was not opened with open_audit_trail")
+        writer.queue.append(item)
+        c = self._counters
+        c["events_queued"] += 1
+        depth = len(writer.queue)
+        if depth > c["queue_max_seen"]:
+            c["queue_max_seen"] = depth
+        if not writer.wake.is_set():
+            writer.wake.set()
+
+    async def _submit(self, record: CallRecord | LifecycleRecord) -> None:
+        if self.settings.durability != "durable":
+            self._enqueue((record, self._clock(), None, ()))
+            return
+        waiter, wait = _make_waiter()
+        self._enqueue((record, self._clock(), waiter, ()))
+        await wait()
+
+    def _set_writable(self, ok: bool) -> None:
+        self._writable = ok
+
+
+def _make_waiter() -> tuple[Waiter, Callable[[], Any]]:
+    """A (thread-side callback, awaitable factory) pair resolving once the event is on disk."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        fut: asyncio.Future[None] = loop.create_future()
+
+        def resolve(exc: BaseException | None) -> None:
+            try:
+                loop.call_soon_threadsafe(_settle, fut, exc)
+            except RuntimeError:  # loop closed: nobody is waiting any more
+                pass
+
+        async def wait_fut() -> None:
+            await fut
+
+        return resolve, wait_fut
+    done = threading.Event()
+    box: list[BaseException | None] = [None]
+
+    def resolve_thread(exc: BaseException | None) -> None:
+        box[0] = exc
+        done.set()
+
+    async def wait_thread() -> None:
+        await anyio.to_thread.run_sync(done.wait)
+        if box[0] is not None:
+            raise _as_unavailable(box[0])
+
+    return resolve_thread, wait_thread
+
+
+def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(_as_unavailable(exc))
+
+
+def _as_unavailable(exc: BaseException) -> AuditUnavailable:
+    err = AuditUnavailable(f"audit event could not be written: {type(exc).__name__}")
+    err.__cause__ = exc
+    return err
+
+
+def open_audit_trail(
+    settings: AuditSettings,
+    base_dir: Path,
+    *,
+    secret_finder: SecretFinder | None = None,
+    clock: Callable[[], float] = time.time,
+    opener: LogOpener | None = None,
+) -> AuditTrailImpl:
+    """Open (creating, or recovering after a crash) the log under ``[audit] dir`` and start its
+    writer. A torn tail is cut and recorded in an ``audit.recovery`` event; the chain continues.
+
+    ``secret_finder`` is the policy engine's ``find_secrets`` when wired by the gate (default: the
+    built-in pattern set). ``opener`` replaces how segment files are opened (fault injection, see
+    `checkrein.testing.faulty_file`). Raises ``AuditError`` (bad key, damaged log) and
+    ``AuditUnavailable`` (directory not writable while ``on_failure = "deny"``).
+    """
+    directory = resolve_audit_dir(settings, base_dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise AuditUnavailable(f"cannot create audit directory {directory}: {exc.strerror}") from None
+    signer = CheckpointSigner.from_file(base_dir / settings.signing_key) if settings.signing_key else None
+    try:
+        tail = scan_tail(directory)
+    except OSError as exc:
+        raise AuditUnavailable(f"cannot read audit log in {directory}: {exc.strerror}") from None
+    redactor = Redactor(secret_finder=secret_finder, extra_keys=settings.redact_keys, max_chars=settings.preview_chars)
+    factory = EventFactory(redactor)
+    trail = AuditTrailImpl(settings, directory, clock)
+    now = clock()
+    first: list[dict[str, Any]] = []
+    new_log = tail.next_seq == 0
+    chain = Chain(
+        log_id=tail.log_id or Chain.new_log_id(),
+        next_seq=tail.next_seq,
+        head_hash=tail.head_hash,
+        hashes=tail.hashes,
+        signer=signer,
+    )
+    if new_log:
+        first.append(chain.genesis(now))
+    else:
+        if tail.log_id is None:
+            raise AuditError(f"cannot tell which log {directory} holds (no genesis/segment event)", code="audit.log_corrupt")
+        if tail.last_segment_lines == 0:
+            first.append(chain.segment_link(tail.last_segment, now))
+        clean = tail.last_type == "checkpoint" and tail.last_reason == "shutdown" and not tail.cut_bytes
+        if not clean:
+            trail._counters["recoveries"] += 1
+            trail._counters["recovered_cut_bytes"] += tail.cut_bytes
+            first.append(
+                EventFactory.lifecycle_body(
+                    "audit.recovery",
+                    {
+                        "segment": segment_name(tail.last_segment),
+                        "last_seq": tail.next_seq - 1,
+                        "cut_bytes": tail.cut_bytes,
+                        "cut_lines": tail.cut_lines,
+                        "cut_sha256": tail.cut_sha256,
+                        "clean_shutdown": False,
+                    },
+                    now,
+                )
+            )
+    index: SqliteIndex | None = None
+    if settings.sqlite:
+        index = _open_index(directory, chain.log_id, tail.next_seq, trail)
+    writer = Writer(
+        directory=directory,
+        chain=chain,
+        factory=factory,
+        opener=opener or OsLogFile,
+        file=None,
+        segment_index=tail.last_segment,
+        segment_size=0,
+        index=index,
+        clock=clock,
+        counters=trail._counters,
+        checkpoint_every=settings.checkpoint_every,
+        checkpoint_interval_s=settings.checkpoint_interval_s,
+        segment_max_bytes=settings.segment_max_bytes,
+        batch_max=settings.batch_max,
+        retry_interval_s=settings.retry_interval_s,
+        close_timeout_s=settings.close_timeout_s,
+        first_bodies=first,
+        on_writable=trail._set_writable,
+    )
+    trail._writer = writer
+    if not writer.initial_flush() and settings.on_failure == "deny":
+        writer.close_files()
+        raise AuditUnavailable(f"cannot write the audit log in {directory}: {writer.last_error}")
+    writer.start()
+    return trail
+
+
+def _open_index(directory: Path, log_id: str, next_seq: int, trail: AuditTrailImpl) -> SqliteIndex | None:
+    try:
+        index = SqliteIndex(directory)
+        index.catch_up(directory, log_id, next_seq)
+        index.set_log_id(log_id)
+        return index
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        # The index is derived; a broken one must not stop auditing. `audit reindex` repairs it.
+        trail._counters["sqlite_errors"] += 1
+        log.warning("audit index unavailable (%s); run `checkrein audit reindex %s`", type(exc).__name__, directory)
+        return None

@@ -1,0 +1,306 @@
+"""`checkrein audit verify`: a strict verifier that trusts nothing in the log.
+
+`verify_log(path, ...)` never raises: it returns a `VerifyReport` whose ``exit_code`` is 0 (valid),
+1 (invalid: ``problem`` names the first bad seq, the file and line, and why) or 2 (unreadable or
+unusable input: missing path, unreadable key, log written by a newer schema). It streams the log
+line by line with a per-line size limit, so a hostile file cannot exhaust memory or hang it.
+
+Order of checks per line (it decides which seq a tampering is blamed on): size and newline, UTF-8
+and strict JSON, schema version, exact schema of the event's type, the event's own hash, then its
+place: gapless seq (a repeated seq blames the repeated one, a missing one the first missing),
+``prev_hash`` link, segment links, log id, checkpoints (count, head, Merkle root, signature).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from checkrein.errors import AuditError
+
+from .merkle import MerkleFrontier
+from .schema import (
+    GENESIS_HASH,
+    MAX_LINE_BYTES,
+    SCHEMA_VERSION,
+    EventError,
+    check_event,
+    render,
+    strict_loads,
+)
+from .segments import INDEX_FILE, SEGMENT_RE, iter_lines, list_segments
+from .signing import key_id, load_public_key, verify_signature
+
+__all__ = ["MAX_FILE_BYTES", "Problem", "VerifyReport", "verify_log"]
+
+MAX_FILE_BYTES = 16 * 1024**3
+
+
+@dataclass(frozen=True)
+class Problem:
+    reason: str
+    seq: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = ", ".join(
+            p for p in (f"seq {self.seq}" if self.seq is not None else "",
+                        f"{self.file} line {self.line}" if self.file and self.line else (self.file or "")) if p
+        )
+        return f"{where}: {self.reason}" if where else self.reason
+
+
+@dataclass
+class VerifyReport:
+    exit_code: int = 0
+    problem: Problem | None = None
+    events: int = 0
+    segments: int = 0
+    checkpoints: int = 0
+    signatures_checked: int = 0
+    log_id: str | None = None
+    last_seq: int | None = None
+    sqlite_checked: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.exit_code == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["valid"] = self.valid
+        out["problem"] = asdict(self.problem) if self.problem else None
+        return out
+
+
+class _Invalid(Exception):
+    def __init__(self, problem: Problem, exit_code: int = 1) -> None:
+        super().__init__(problem.reason)
+        self.problem = problem
+        self.exit_code = exit_code
+
+
+def verify_log(
+    path: Path,
+    *,
+    public_key: Path | None = None,
+    live: bool = False,
+    check_sqlite: bool = True,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_file_bytes: int = MAX_FILE_BYTES,
+) -> VerifyReport:
+    """Verify a log directory or one segment file. ``live``: the writer may still be running (no
+    closing checkpoint required; the index may lag). Never raises."""
+    report = VerifyReport()
+    try:
+        pub = load_public_key(public_key) if public_key is not None else None
+        files, full = _files(path)
+        _Verifier(report, pub, live, max_line_bytes, max_file_bytes, full).run(files)
+        if full and check_sqlite and (path / INDEX_FILE).exists():
+            _check_sqlite(path, report, live)
+    except _Invalid as inv:
+        report.exit_code, report.problem = inv.exit_code, inv.problem
+    except AuditError as exc:
+        report.exit_code, report.problem = 2, Problem(exc.message)
+    except OSError as exc:
+        report.exit_code, report.problem = 2, Problem(f"cannot read {exc.filename or path}: {exc.strerror}")
+    except Exception as exc:  # noqa: BLE001 - a verifier bug must not pass a log: report it invalid
+        report.exit_code, report.problem = 1, Problem(f"verifier error ({type(exc).__name__}); log not accepted")
+    return report
+
+
+def _files(path: Path) -> tuple[list[tuple[int | None, Path]], bool]:
+    """(segment index or None, file) to check, and whether they form the whole log."""
+    if not os.path.lexists(path):
+        raise _Invalid(Problem(f"{path}: no such file or directory"), 2)
+    if path.is_dir():
+        segments = list_segments(path)
+        if not segments:
+            raise _Invalid(Problem(f"{path}: no audit segments (segment-NNNNNN.jsonl) in this directory"), 2)
+        for expected, (index, seg) in enumerate(segments, start=1):
+            if index != expected:
+                raise _Invalid(Problem(f"segment {expected} is missing (found {seg.name} next)", file=seg.name), 1)
+        return [(i, p) for i, p in segments], True
+    if not path.is_file():
+        raise _Invalid(Problem(f"{path}: not a regular file or directory"), 2)
+    m = SEGMENT_RE.match(path.name)
+    single: int | None = int(m.group(1)) if m else None
+    return [(single, path)], single == 1
+
+
+class _Verifier:
+    def __init__(
+        self, report: VerifyReport, pub: Ed25519PublicKey | None, live: bool, max_line: int, max_file: int, full: bool
+    ) -> None:
+        self.r = report
+        self.pub = pub
+        self.pub_id = key_id(pub) if pub is not None else None
+        self.live = live
+        self.max_line = max_line
+        self.max_file = max_file
+        self.full = full
+        self.expected: int | None = 0 if full else None
+        self.prev: str | None = GENESIS_HASH if full else None
+        self.frontier = MerkleFrontier()
+        self.log_id: str | None = None
+        self.last: dict[str, Any] | None = None
+
+    def run(self, files: list[tuple[int | None, Path]]) -> None:
+        for n, (index, path) in enumerate(files):
+            self.r.segments += 1
+            size = path.stat().st_size
+            if size > self.max_file:
+                raise _Invalid(Problem(f"file is {size} bytes, over the {self.max_file}-byte limit", self.expected, path.name))
+            if size == 0:
+                raise _Invalid(Problem("segment file is empty", self.expected, path.name))
+            with path.open("rb") as f:
+                self._segment(f, index, path.name, last_file=n == len(files) - 1)
+        if self.last is None:
+            raise _Invalid(Problem("log holds no events"), 1)
+        if not self.live and not (self.last["type"] == "checkpoint" and self.last["reason"] == "shutdown"):
+            seq = self.last["seq"]
+            raise _Invalid(Problem(
+                f"log ends at seq {seq} without a shutdown checkpoint: events after it may have been cut "
+                "(if the writer is still running or crashed, use --live)", seq + 1))
+        if not self.full:
+            self.r.warnings.append("partial log: the chain start and Merkle roots were not checked")
+        if self.pub is None and self.r.checkpoints:
+            self.r.warnings.append("no --key given: checkpoint signatures were not checked")
+
+    def _segment(self, f: Any, index: int | None, name: str, last_file: bool) -> None:
+        lineno = 0
+        while True:
+            raw: bytes = f.readline(self.max_line + 1)
+            if not raw:
+                return
+            lineno += 1
+            where = (self.expected, name, lineno)
+            if len(raw) > self.max_line:
+                raise _Invalid(Problem(f"line longer than {self.max_line} bytes", *where))
+            if not raw.endswith(b"\n"):
+                raise _Invalid(Problem(f"torn last line ({len(raw)} bytes without a newline): the file was cut", *where))
+            try:
+                obj = strict_loads(raw[:-1])
+            except EventError as exc:
+                raise _Invalid(Problem(str(exc), *where)) from None
+            self._event(obj, raw, index, lineno, name)
+
+    def _event(self, obj: Any, raw: bytes, index: int | None, lineno: int, name: str) -> None:
+        if isinstance(obj, dict):
+            version = obj.get("schema_version")
+            if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+                raise _Invalid(Problem(
+                    f"written by a newer checkrein (schema_version {version}; this one reads {SCHEMA_VERSION})",
+                    self.expected, name, lineno), 2)
+        err = check_event(obj)
+        if err is not None:
+            raise _Invalid(Problem(f"schema: {err}", self._blame(obj), name, lineno))
+        if self.expected is None:  # a lone later segment: start wherever it starts
+            self.expected, self.prev = obj["seq"], obj["prev_hash"]
+        body = {k: v for k, v in obj.items() if k != "hash"}
+        line, h = render(body)
+        if h != obj["hash"]:
+            raise _Invalid(Problem("hash does not match the event's content (edited)", self.expected, name, lineno))
+        if line != raw:
+            raise _Invalid(Problem("line is not in canonical form (edited)", self.expected, name, lineno))
+        if "log_id" in obj:
+            if self.log_id is None:
+                self.log_id = self.r.log_id = obj["log_id"]
+            elif obj["log_id"] != self.log_id:
+                raise _Invalid(Problem(
+                    f"event belongs to log {obj['log_id']}, not {self.log_id} (a file from another checkrein install?)",
+                    self.expected, name, lineno))
+        seq: int = obj["seq"]
+        expected: int = self.expected
+        if seq < expected:
+            raise _Invalid(Problem(
+                f"seq {seq} appears again after seq {expected - 1} (duplicated, inserted or reordered)", seq, name, lineno))
+        if seq > expected:
+            raise _Invalid(Problem(
+                f"seq {expected} is missing (next line has seq {seq}): events were deleted", expected, name, lineno))
+        kind = obj["type"]
+        first_line = lineno == 1
+        if kind == "genesis" and not (seq == 0 and first_line and index in (1, None)):
+            raise _Invalid(Problem("genesis event after the start of the log", seq, name, lineno))
+        if obj["prev_hash"] != self.prev:
+            raise _Invalid(Problem(f"prev_hash does not link to seq {seq - 1} (chain broken)", seq, name, lineno))
+        if seq == 0 and kind != "genesis":
+            raise _Invalid(Problem("the log does not start with a genesis event", seq, name, lineno))
+        if first_line and index is not None and index >= 2:
+            if kind != "segment":
+                raise _Invalid(Problem("segment does not start with a segment link event", seq, name, lineno))
+        if kind == "segment":
+            if not first_line or (index is not None and obj["segment"] != index):
+                raise _Invalid(Problem(f"segment link says segment {obj['segment']} in the wrong place", seq, name, lineno))
+            if obj["prev_segment_head"] != obj["prev_hash"]:
+                raise _Invalid(Problem("segment link does not name the previous segment's head hash", seq, name, lineno))
+        if kind == "checkpoint":
+            self._checkpoint(obj, name, lineno)
+        self.frontier.append(h)
+        self.prev = h
+        self.expected = seq + 1
+        self.last = obj
+        self.r.events += 1
+        self.r.last_seq = seq
+
+    def _blame(self, obj: Any) -> int | None:
+        return self.expected if self.expected is not None else (
+            obj.get("seq") if isinstance(obj, dict) and isinstance(obj.get("seq"), int) else None)
+
+    def _checkpoint(self, obj: dict[str, Any], name: str, lineno: int) -> None:
+        seq = obj["seq"]
+        self.r.checkpoints += 1
+        if obj["head_hash"] != obj["prev_hash"]:
+            raise _Invalid(Problem("checkpoint head_hash is not the previous event's hash", seq, name, lineno))
+        if self.full:
+            if obj["count"] != seq:
+                raise _Invalid(Problem(f"checkpoint count {obj['count']} but {seq} events precede it", seq, name, lineno))
+            if obj["merkle_root"] != self.frontier.root():
+                raise _Invalid(Problem("checkpoint Merkle root does not match the events before it", seq, name, lineno))
+        if self.pub is None:
+            return
+        if obj["signature"] is None:
+            raise _Invalid(Problem("checkpoint is not signed, but a signing key was given", seq, name, lineno))
+        if obj["key_id"] != self.pub_id:
+            raise _Invalid(Problem(
+                f"checkpoint names key {obj['key_id']}, but the given key is {self.pub_id} (wrong key, or forged)",
+                seq, name, lineno))
+        if not verify_signature(self.pub, obj, obj["signature"]):
+            raise _Invalid(Problem("checkpoint signature does not verify with the given key (forged or rewritten)", seq, name, lineno))
+        self.r.signatures_checked += 1
+
+
+def _check_sqlite(directory: Path, report: VerifyReport, live: bool) -> None:
+    """The index must hold exactly the log's lines (a prefix of them when ``live``)."""
+    try:
+        db = sqlite3.connect(f"file:{directory / INDEX_FILE}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise _Invalid(Problem(f"{INDEX_FILE} cannot be opened: {exc}", file=INDEX_FILE)) from None
+    try:
+        rows = db.execute("SELECT seq, hash, line FROM events ORDER BY seq")
+        lines = iter_lines(directory)
+        for row in rows:
+            item = next(lines, None)
+            seq = row[0]
+            if item is None:
+                raise _Invalid(Problem(f"{INDEX_FILE} holds seq {seq}, which the log does not", seq, INDEX_FILE))
+            lseq, line = item
+            if seq != lseq:
+                raise _Invalid(Problem(f"{INDEX_FILE} lacks seq {lseq} (run `checkrein audit reindex`)", lseq, INDEX_FILE))
+            if not isinstance(row[2], str) or row[2].encode("utf-8") != line or not isinstance(row[1], str) or not line.endswith(b'"' + row[1].encode() + b'"}'):
+                raise _Invalid(Problem(f"{INDEX_FILE} disagrees with the log at seq {seq}", seq, INDEX_FILE))
+        rest = next(lines, None)
+        if rest is not None and not live:
+            raise _Invalid(Problem(f"{INDEX_FILE} lacks events from seq {rest[0]} on (run `checkrein audit reindex`)", rest[0], INDEX_FILE))
+        report.sqlite_checked = True
+    except sqlite3.Error as exc:
+        raise _Invalid(Problem(f"{INDEX_FILE} unreadable: {exc}", file=INDEX_FILE)) from None
+    finally:
+        db.close()

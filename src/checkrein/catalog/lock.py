@@ -1,0 +1,99 @@
+"""The pin lock file `checkrein.lock`: one digest and definition per exposed tool name.
+
+Format (JSON, sorted keys, two-space indent, trailing newline, meant to be committed)::
+
+    {"version": 1, "tools": {"<exposed>": {"digest": "sha256:...", "definition": {...}}}}
+
+``definition`` holds the wire fields of the MCP `Tool` the digest covers
+(`ToolDefinition.pinned_fields()`), so `checkrein pin` can show a readable diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checkrein.canonical import digest
+from checkrein.errors import LockFileError
+
+__all__ = ["LOCK_VERSION", "PinnedTool", "read_lock", "render_lock", "write_lock"]
+
+LOCK_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedTool:
+    """One reviewed tool: the digest of its canonical definition, and that definition."""
+
+    digest: str
+    definition: dict[str, Any]
+
+
+def read_lock(path: Path) -> dict[str, PinnedTool] | None:
+    """Read the lock at ``path``: exposed name -> pin, or ``None`` when the file does not exist.
+
+    Raises ``LockFileError`` when the file exists but is unreadable, not JSON, of another version,
+    or holds an entry whose digest does not match its definition (a hand-edited lock).
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LockFileError(f"{path}: cannot read lock file: {exc.strerror}") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LockFileError(f"{path}: lock file is not valid JSON ({exc}); delete it and run `checkrein pin`") from exc
+    if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("tools"), dict):
+        raise LockFileError(f"{path}: not a version {LOCK_VERSION} checkrein lock file")
+    out: dict[str, PinnedTool] = {}
+    for name, entry in data["tools"].items():
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("digest"), str)
+            or not isinstance(entry.get("definition"), dict)
+        ):
+            raise LockFileError(f"{path}: entry {name!r} needs a string `digest` and an object `definition`")
+        if digest(entry["definition"]) != entry["digest"]:
+            raise LockFileError(
+                f"{path}: entry {name!r} has a digest that does not match its definition "
+                "(was the lock edited by hand?); run `checkrein pin` to re-record it"
+            )
+        out[name] = PinnedTool(entry["digest"], entry["definition"])
+    return out
+
+
+def render_lock(tools: Mapping[str, PinnedTool]) -> bytes:
+    """The exact bytes `write_lock` writes (stable across runs, so the file diffs cleanly)."""
+    doc = {
+        "version": LOCK_VERSION,
+        "tools": {n: {"digest": p.digest, "definition": p.definition} for n, p in sorted(tools.items())},
+    }
+    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_lock(path: Path, tools: Mapping[str, PinnedTool]) -> None:
+    """Write the lock atomically (temporary file in the same directory, fsync, rename).
+
+    Raises ``LockFileError`` when the directory is not writable.
+    """
+    data = render_lock(tools)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".checkrein.lock.", dir=str(path.parent))
+    except OSError as exc:
+        raise LockFileError(f"{path}: cannot write lock file: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise LockFileError(f"{path}: cannot write lock file: {exc.strerror}") from exc

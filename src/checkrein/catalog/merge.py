@@ -1,0 +1,138 @@
+"""One catalog over every upstream: exposed names, skipped names, and drift quarantine.
+
+`build_catalog` is pure: upstream tool lists plus the pins in, a `Catalog` out. Whoever holds the
+upstreams (the gate) decides when to rebuild it (start, refresh after list_changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mcp.shared.tool_name_validation import TOOL_NAME_REGEX, validate_tool_name
+
+from checkrein.errors import ToolNotFound, ToolQuarantined
+
+from .lock import PinnedTool
+from .model import ToolDefinition, ToolStatus, exposed_name
+
+__all__ = ["MAX_TOOL_NAME", "Catalog", "CatalogEntry", "SkippedTool", "build_catalog"]
+
+MAX_TOOL_NAME = 128
+"""SEP-986: tool names are 1-128 characters; an exposed name must fit too."""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One exposed tool. ``drift`` says why it is quarantined (empty when ``status == "ok"``)."""
+
+    exposed: str
+    definition: ToolDefinition
+    digest: str
+    status: ToolStatus = "ok"
+    drift: str = ""
+
+    @property
+    def server(self) -> str:
+        return self.definition.server
+
+    @property
+    def tool(self) -> str:
+        return self.definition.name
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedTool:
+    """An upstream tool checkrein does not expose at all, and why."""
+
+    server: str
+    tool: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The merged catalog. Immutable: a refresh builds a new one."""
+
+    entries: Mapping[str, CatalogEntry]
+    skipped: tuple[SkippedTool, ...] = ()
+    separator: str = "__"
+    servers: tuple[str, ...] = ()
+    """Servers whose tool lists went into this catalog (failed servers are absent)."""
+    _ok: Mapping[str, ToolDefinition] = field(default_factory=dict, repr=False)
+
+    def __iter__(self) -> Iterator[CatalogEntry]:
+        return iter(self.entries.values())
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def ok_tools(self) -> Mapping[str, ToolDefinition]:
+        """Exposed name -> definition of every tool that is not quarantined."""
+        return self._ok
+
+    @property
+    def quarantined(self) -> tuple[CatalogEntry, ...]:
+        return tuple(e for e in self.entries.values() if e.status == "quarantined")
+
+    def resolve(self, exposed: str) -> CatalogEntry:
+        """The entry for ``exposed``. Raises ``ToolNotFound`` or ``ToolQuarantined`` (with the drift)."""
+        entry = self.entries.get(exposed)
+        if entry is None:
+            raise ToolNotFound(f"no tool named {exposed!r}; call tools/list to see the tools you may use")
+        if entry.status == "quarantined":
+            raise ToolQuarantined(
+                f"tool {exposed!r} is quarantined: {entry.drift}; an operator must review it with "
+                "`checkrein pin` before it can be called"
+            )
+        return entry
+
+
+def _drift(exposed: str, digest: str, pins: Mapping[str, PinnedTool] | None) -> str:
+    if pins is None:
+        return ""
+    pin = pins.get(exposed)
+    if pin is None:
+        return "new tool, not in checkrein.lock"
+    if pin.digest != digest:
+        return f"definition changed since it was pinned (lock {pin.digest[:19]}, now {digest[:19]})"
+    return ""
+
+
+def build_catalog(
+    tools_by_server: Mapping[str, Sequence[ToolDefinition]],
+    *,
+    separator: str = "__",
+    pins: Mapping[str, PinnedTool] | None = None,
+) -> Catalog:
+    """Merge upstream tool lists into one catalog.
+
+    ``pins`` is the lock file's content, or ``None`` when there is no lock yet (trust on first use:
+    every tool is ``ok``). With pins, a tool that is new or whose digest differs is quarantined.
+    Tools whose names SEP-986 forbids, whose exposed name would exceed 128 characters, or that
+    repeat a name already listed by the same server are skipped and reported in ``skipped``.
+    """
+    entries: dict[str, CatalogEntry] = {}
+    skipped: list[SkippedTool] = []
+    for server in sorted(tools_by_server):
+        for tool in tools_by_server[server]:
+            check = validate_tool_name(tool.name)
+            if not check.is_valid or not TOOL_NAME_REGEX.fullmatch(tool.name):
+                why = "; ".join(w for w in check.warnings if "SEP" not in w) or "invalid characters"
+                skipped.append(SkippedTool(server, tool.name, f"tool name not allowed by the MCP spec: {why}"))
+                continue
+            name = exposed_name(server, tool.name, separator)
+            if len(name) > MAX_TOOL_NAME:
+                skipped.append(
+                    SkippedTool(server, tool.name, f"exposed name {name[:40]}... is longer than {MAX_TOOL_NAME}")
+                )
+                continue
+            if name in entries:
+                skipped.append(SkippedTool(server, tool.name, "the server lists this tool name twice"))
+                continue
+            d = tool.digest
+            drift = _drift(name, d, pins)
+            entries[name] = CatalogEntry(name, tool, d, "quarantined" if drift else "ok", drift)
+    ok = {n: e.definition for n, e in entries.items() if e.status == "ok"}
+    return Catalog(entries, tuple(skipped), separator, tuple(sorted(tools_by_server)), ok)

@@ -1,0 +1,66 @@
+"""The snippet that switches a client over to checkrein: one `checkrein` server entry."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from checkrein.config.model import load_config
+from checkrein.errors import ConfigError
+
+from .claude import render_claude
+from .codex import render_codex
+from .harbor import render_harbor
+from .model import ClientFormat, ImportedServer
+
+__all__ = ["EmitTransport", "checkrein_entry", "emit_client_config"]
+
+EmitTransport = Literal["stdio", "http"]
+
+
+def checkrein_entry(
+    *,
+    config_path: str,
+    transport: EmitTransport = "stdio",
+    url: str | None = None,
+    command: str = "checkrein",
+    token_env: str | None = "CHECKREIN_TOKEN",
+) -> ImportedServer:
+    """The one server a client needs: ``checkrein serve --config <abs path>`` over stdio, or the
+    gateway's Streamable HTTP ``url`` with a bearer token read from ``token_env`` (never inline)."""
+    if transport == "stdio":
+        return ImportedServer(
+            name="checkrein", transport="stdio", command=command, args=("serve", "--config", config_path)
+        )
+    if not url or not re.match(r"^https?://", url):
+        raise ConfigError("--transport http needs --url http(s)://host:port/mcp")
+    headers = {"Authorization": "Bearer ${" + token_env + "}"} if token_env else {}
+    return ImportedServer(name="checkrein", transport="streamable-http", url=url, headers=headers)
+
+
+def emit_client_config(
+    client: ClientFormat,
+    *,
+    config: str,
+    transport: EmitTransport = "stdio",
+    url: str | None = None,
+    command: str = "checkrein",
+    token_env: str | None = "CHECKREIN_TOKEN",
+) -> str:
+    """Text to paste into ``client``'s config so it uses checkrein instead of the raw servers.
+
+    Loads ``config`` first (raises ``ConfigError`` if it does not load), so the snippet never
+    points at a config the gateway would refuse; the header comment lists the servers it replaces."""
+    cfg = load_config(config)
+    entry = checkrein_entry(
+        config_path=str(Path(config).resolve()), transport=transport, url=url, command=command, token_env=token_env
+    )
+    names = ", ".join(s.name for s in cfg.servers) or "(none)"
+    if client == "claude":
+        # JSON has no comments: the caller prints the replaced servers to stderr instead.
+        return render_claude([entry])
+    head = f"# checkrein in front of: {names}. Remove those servers' own entries from this file.\n"
+    if transport == "http" and token_env:
+        head += f"# Set {token_env} to the gateway's bearer token (`[gateway] token`).\n"
+    return head + (render_codex([entry]) if client == "codex" else render_harbor([entry]))

@@ -1,0 +1,120 @@
+"""`checkrein lint`: find the mistakes in Claude, Codex and Harbor configs and in checkrein's own.
+
+    lint_file(path, kind=None, env=None, harbor_version=None) -> LintResult
+    lint_text(text, path=..., kind=..., ...) -> LintResult
+    RULES: rule id -> Rule(id, severity, title, fix)
+
+Each finding names its rule, severity, location (file:line) and a fix. Bad input never raises:
+an unreadable, oversized or unparseable file is itself a finding.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkrein.config.importers import MAX_CONFIG_BYTES, ConfigKind, detect_kind
+from checkrein.errors import ConfigError
+
+from .checkrein import lint_checkrein
+from .claude import lint_claude
+from .codex import lint_codex
+from .common import check_env_refs
+from .harbor import lint_harbor_judge, lint_harbor_task
+from .model import RULES, LintFinding, Report, Rule, Severity
+
+__all__ = ["RULES", "LintFinding", "LintResult", "Rule", "Severity", "lint_file", "lint_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class LintResult:
+    file: str
+    kind: ConfigKind | None
+    """``None`` when the file could not be read or its kind not told."""
+    findings: tuple[LintFinding, ...]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "warning")
+
+
+def _sorted(report: Report) -> tuple[LintFinding, ...]:
+    return tuple(sorted(report.findings, key=lambda f: (f.file != report.file, f.file, f.line or 0, f.rule)))
+
+
+def lint_text(
+    text: str,
+    *,
+    path: str,
+    kind: ConfigKind | None = None,
+    env: Mapping[str, str] | None = None,
+    harbor_version: str | None = None,
+) -> LintResult:
+    """Lint ``text`` as read from ``path`` (used for locations and, for Harbor tasks, to find the
+    compose file beside it). ``env`` defaults to ``os.environ``."""
+    report = Report(path)
+    if kind is None:
+        try:
+            kind = detect_kind(path, text)
+        except ConfigError as exc:
+            report.add("file.syntax", None, exc.message.split(": ", 1)[-1])
+            return LintResult(path, None, _sorted(report))
+    check_env_refs(report, text, os.environ if env is None else env)
+    if kind == "claude":
+        lint_claude(report, text)
+        return LintResult(path, kind, _sorted(report))
+    body = text
+    if body.startswith("\ufeff"):
+        report.add("file.bom", 1, "file starts with a UTF-8 byte order mark")
+        body = body[1:]
+    try:
+        data = tomllib.loads(body)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        report.add("file.syntax", int(m.group(1)) if m else None, f"not valid TOML: {exc}")
+        return LintResult(path, kind, _sorted(report))
+    if kind == "codex":
+        lint_codex(report, body, data)
+    elif kind == "harbor":
+        lint_harbor_task(report, body, data, path=Path(path), harbor_version=harbor_version)
+    elif kind == "harbor-judge":
+        lint_harbor_judge(report, body, data)
+    else:
+        lint_checkrein(report, body, data)
+    return LintResult(path, kind, _sorted(report))
+
+
+def lint_file(
+    path: str | Path,
+    *,
+    kind: ConfigKind | None = None,
+    env: Mapping[str, str] | None = None,
+    harbor_version: str | None = None,
+    max_bytes: int = MAX_CONFIG_BYTES,
+) -> LintResult:
+    """Lint the file at ``path``; reads at most ``max_bytes`` (a larger file is one finding)."""
+    p = Path(path)
+    report = Report(str(p))
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        report.add("file.syntax", None, f"cannot read: {exc.strerror}")
+        return LintResult(str(p), kind, _sorted(report))
+    if len(raw) > max_bytes:
+        report.add("file.too-large", None, f"larger than {max_bytes} bytes; not read")
+        return LintResult(str(p), kind, _sorted(report))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add("file.not-utf8", raw[: exc.start].count(b"\n") + 1, "not valid UTF-8")
+        return LintResult(str(p), kind, _sorted(report))
+    return lint_text(text, path=str(p), kind=kind, env=env, harbor_version=harbor_version)

@@ -1,0 +1,124 @@
+"""Turn one MCP request into a `ToolCall`: who (identity), which session, which trace.
+
+Identity: over stdio the local user (`source="stdio"`); over HTTP whatever the HTTP guard
+(`frontend.http`) put into the ASGI scope under ``checkrein.identity``. Trace: a W3C
+``traceparent`` from the request's ``_meta`` or the HTTP header continues the caller's trace (its
+span becomes our parent); otherwise a new trace starts.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import secrets
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcp.server.context import ServerRequestContext
+
+from checkrein.policy import Identity, ToolCall
+
+__all__ = ["IDENTITY_SCOPE_KEY", "CallFactory", "local_identity", "parse_traceparent"]
+
+IDENTITY_SCOPE_KEY = "checkrein.identity"
+"""ASGI scope key under which the HTTP guard stores the caller's `Identity`."""
+
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+def parse_traceparent(value: str | None) -> tuple[str, str] | None:
+    """``(trace id, parent span id)`` of a valid W3C traceparent, else ``None`` (all-zero ids are invalid)."""
+    if not value:
+        return None
+    m = _TRACEPARENT.match(value.strip().lower())
+    if m is None or m.group(1) == "ff" or set(m.group(2)) == {"0"} or set(m.group(3)) == {"0"}:
+        return None
+    return m.group(2), m.group(3)
+
+
+def local_identity() -> Identity:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers): still a local, authenticated caller
+        user = "local"
+    return Identity(user=user, source="stdio")
+
+
+@dataclass(frozen=True)
+class CallFactory:
+    """Builds `ToolCall`s for one frontend. ``stdio_session`` is this process's session id (stdio)."""
+
+    transport: Literal["stdio", "http"]
+    stdio_identity: Identity
+    stdio_session: str
+
+    @classmethod
+    def for_stdio(cls) -> CallFactory:
+        return cls("stdio", local_identity(), f"stdio-{uuid.uuid4()}")
+
+    @classmethod
+    def for_http(cls) -> CallFactory:
+        return cls("http", Identity(user="anonymous", source="anonymous", authenticated=False), "")
+
+    def identity(self, ctx: ServerRequestContext[Any, Any]) -> Identity:
+        base = self.stdio_identity
+        request = ctx.request
+        if self.transport == "http":
+            scope = getattr(request, "scope", None)
+            found = scope.get(IDENTITY_SCOPE_KEY) if isinstance(scope, Mapping) else None
+            # No identity in the scope means the guard did not run: treat as anonymous, never as local.
+            base = found if isinstance(found, Identity) else Identity("anonymous", source="anonymous", authenticated=False)
+        client = _client_name(ctx)
+        if client is not None and base.client is None:
+            return Identity(base.user, base.roles, base.source, client, base.authenticated)
+        return base
+
+    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        if self.transport == "stdio":
+            return self.stdio_session
+        headers = _headers(ctx)
+        sid = headers.get("mcp-session-id") if headers is not None else None
+        # The 2026-07-28 era has no protocol session: each request stands alone.
+        return sid or f"http-{uuid.uuid4()}"
+
+    def make(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        *,
+        kind: Literal["tool", "resource", "prompt"],
+        name: str,
+        arguments: dict[str, Any],
+    ) -> ToolCall:
+        trace = None
+        meta = ctx.meta
+        if meta is not None:
+            raw = meta.get("traceparent")
+            trace = parse_traceparent(raw if isinstance(raw, str) else None)
+        if trace is None:
+            headers = _headers(ctx)
+            trace = parse_traceparent(headers.get("traceparent") if headers is not None else None)
+        trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
+        return ToolCall(
+            identity=self.identity(ctx),
+            session_id=self.session_id(ctx),
+            trace_id=trace_id,
+            span_id=secrets.token_hex(8),
+            parent_span_id=parent,
+            exposed_name=name,
+            arguments=arguments,
+            kind=kind,
+        )
+
+
+def _headers(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, str] | None:
+    headers = getattr(ctx.request, "headers", None)
+    return headers if isinstance(headers, Mapping) else None
+
+
+def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    params = ctx.session.client_params
+    if params is None:
+        return None
+    return params.client_info.name

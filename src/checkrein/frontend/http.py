@@ -1,0 +1,131 @@
+"""`checkrein serve --transport http`: Streamable HTTP on ``/mcp`` behind an Origin and token guard.
+
+Order of checks for every request (any path): ``Origin`` present and not allowed -> 403; a token
+is configured and the request carries no valid ``Authorization: Bearer`` -> 401 (``/health``
+excepted, it reveals nothing but liveness). The caller's `Identity` goes into the ASGI scope for
+the MCP handlers (`context.IDENTITY_SCOPE_KEY`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from checkrein.gate.pipeline import Gate
+
+from .auth import LOOPBACK_HOSTS, Authenticator, origin_allowed
+from .context import IDENTITY_SCOPE_KEY, CallFactory
+from .server import GatewayServer
+
+__all__ = ["HttpGuard", "bind_socket", "build_http_app", "serve_http"]
+
+log = logging.getLogger("checkrein.frontend")
+
+
+class HttpGuard:
+    """ASGI middleware: Origin check, bearer token, identity into the scope."""
+
+    def __init__(self, app: ASGIApp, auth: Authenticator, allowed_origins: tuple[str, ...]) -> None:
+        self.app = app
+        self.auth = auth
+        self.allowed_origins = allowed_origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.allowed_origins):
+            await _error(send, 403, "forbidden", f"Origin {origin!r} is not allowed")
+            return
+        if scope.get("path") == "/health":
+            await self.app(scope, receive, send)
+            return
+        identity = self.auth.identify(headers.get("authorization"))
+        if identity is None:
+            await _error(send, 401, "unauthorized", "missing or invalid bearer token", bearer=True)
+            return
+        scope[IDENTITY_SCOPE_KEY] = identity
+        await self.app(scope, receive, send)
+
+
+async def _error(send: Send, status: int, error: str, message: str, *, bearer: bool = False) -> None:
+    body = json.dumps({"error": error, "message": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if bearer:
+        headers.append((b"www-authenticate", b'Bearer realm="checkrein"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator | None = None) -> ASGIApp:
+    """The ASGI app: ``/mcp`` (Streamable HTTP, both protocol eras) and ``GET /health``.
+
+    Raises ``ConfigError`` when a configured token refers to an unset environment variable.
+    """
+    config = gate.config
+    authenticator = auth if auth is not None else Authenticator.from_config(config)
+    front = GatewayServer(gate, CallFactory.for_http())
+
+    async def health(request: Request) -> Response:
+        del request
+        infos = gate.upstream_infos()
+        ready = sum(1 for i in infos if i.state == "ready")
+        return JSONResponse({"status": "ok", "servers": len(infos), "ready": ready, "tools": len(gate.catalog.ok_tools)})
+
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *config.gateway.allowed_origins]
+    loopback = host in LOOPBACK_HOSTS
+    security = TransportSecuritySettings(
+        # Host-header (DNS rebinding) checks only make sense when we know every name we answer to.
+        enable_dns_rebinding_protection=loopback,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else [],
+        allowed_origins=origins,
+    )
+    inner = front.server.streamable_http_app(
+        host=host,
+        transport_security=security,
+        custom_starlette_routes=[Route("/health", health, methods=["GET"])],
+    )
+    return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins))
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0 picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_http(
+    gate: Gate,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    sock: socket.socket | None = None,
+    on_ready: Callable[[int], Awaitable[None]] | None = None,
+) -> None:
+    """Serve ``gate`` (already started) over HTTP until cancelled."""
+    app = build_http_app(gate, host=host)
+    sock = sock or bind_socket(host, port)
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    log.info("checkrein serving Streamable HTTP on http://%s:%d/mcp", host, bound)
+    if on_ready is not None:
+        await on_ready(bound)
+    await server.serve(sockets=[sock])
+

@@ -1,0 +1,290 @@
+"""Approvers (`[approval] mode`) and the binding of a grant to one call's arguments and policy.
+
+Modes:
+
+- ``auto``     grants low and medium risk, refuses high, critical and unknown risk; no human.
+- ``cli``      a y/N prompt on the controlling terminal (``/dev/tty``), NEVER on stdin/stdout, which
+               carry the MCP stdio stream; one prompt at a time; no terminal -> error (deny).
+- ``webhook``  POSTs a JSON summary of the call to ``approval.webhook_url`` and expects
+               ``{"decision": "allow" | "deny", "reason": "..."}``; anything else is an error (deny).
+- ``elicit``   asks the MCP client through elicitation, via an `Elicitor` the frontend provides;
+               without one, or when the client does not support elicitation, the call is denied.
+- ``deny``     refuses everything that asks.
+
+`BoundApprover` wraps any of them: it checks that the request's ``args_digest`` is the digest of the
+call's arguments, answers from a cache of grants keyed by (exposed name, args digest, policy digest)
+until their expiry (``ttl_s``), so a grant can never be replayed for other arguments or after the
+policy changed, and turns a timeout or any approver error into `ApprovalError` (``approval.failed``).
+An explicit "no" is a normal `ApprovalResult(granted=False)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from checkrein.canonical import canonical_json, digest
+from checkrein.config import ApprovalSettings, expand_env
+from checkrein.errors import ApprovalError, ConfigError
+
+from .seams import ApprovalRequest, ApprovalResult, Approver
+
+__all__ = [
+    "AutoApprover",
+    "BoundApprover",
+    "CliApprover",
+    "DenyApprover",
+    "ElicitAnswer",
+    "ElicitApprover",
+    "Elicitor",
+    "WebhookApprover",
+    "build_approver",
+    "request_summary",
+]
+
+Clock = Callable[[], float]
+ElicitAnswer = Literal["accept", "decline", "cancel", "unsupported"]
+Elicitor = Callable[[ApprovalRequest], Awaitable[ElicitAnswer]]
+"""Provided by the frontend: ask the client of ``request.call.session_id`` to confirm ``request.summary``
+through MCP elicitation. Return ``unsupported`` when that client did not declare the capability."""
+
+
+def request_summary(request: ApprovalRequest) -> dict[str, Any]:
+    """The JSON a webhook receives (and what a human is shown): no raw argument values."""
+    call, d = request.call, request.decision
+    return {
+        "exposed_name": call.exposed_name,
+        "server": call.server,
+        "tool": call.tool,
+        "identity": {"user": call.identity.user, "roles": list(call.identity.roles), "source": call.identity.source},
+        "session_id": call.session_id,
+        "trace_id": call.trace_id,
+        "risk": d.risk,
+        "rule_id": d.rule_id,
+        "reasons": list(d.reasons),
+        "findings": [f.as_dict() for f in d.findings],
+        "args_digest": request.args_digest,
+        "policy_digest": request.policy_digest,
+        "summary": request.summary,
+    }
+
+
+class AutoApprover:
+    """Grants low and medium risk; refuses the rest."""
+
+    name = "auto"
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        risk = request.decision.risk
+        if risk in ("low", "medium"):
+            return ApprovalResult(True, self.name, f"{risk} risk is approved automatically")
+        return ApprovalResult(False, self.name, f"{risk} risk needs a human approver (approval mode is auto)")
+
+
+class DenyApprover:
+    name = "deny"
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        return ApprovalResult(False, self.name, "approval mode is deny: calls that need approval are refused")
+
+
+class CliApprover:
+    """A y/N prompt on the controlling terminal. ``tty_path`` is for tests (a pty)."""
+
+    name = "cli"
+
+    def __init__(self, tty_path: str = "/dev/tty", timeout_s: float = 60.0) -> None:
+        self.tty_path = tty_path
+        self.timeout_s = timeout_s
+        self._one_at_a_time = anyio.Lock()
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        async with self._one_at_a_time:
+            answer = await anyio.to_thread.run_sync(self._prompt, request.summary, abandon_on_cancel=True)
+        if answer in ("y", "yes"):
+            return ApprovalResult(True, self.name, "approved at the terminal")
+        return ApprovalResult(False, self.name, "refused at the terminal" if answer else "no answer at the terminal")
+
+    def _prompt(self, summary: str) -> str:
+        # The prompt thread ends on its own at the deadline (select with a timeout), so a cancelled
+        # approval never leaves a thread blocked on the terminal forever.
+        try:
+            fd = os.open(self.tty_path, os.O_RDWR | os.O_NOCTTY)
+        except OSError as exc:
+            raise ApprovalError(f"no controlling terminal for approval prompts ({exc.strerror})") from exc
+        try:
+            os.write(fd, f"\ncheckrein: approve? {summary}\n[y/N] ".encode("utf-8", "replace"))
+            deadline = time.monotonic() + self.timeout_s
+            buf = b""
+            while b"\n" not in buf and b"\r" not in buf and len(buf) < 256:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return ""
+                ready, _, _ = select.select([fd], [], [], min(remaining, 0.2))
+                if ready:
+                    chunk = os.read(fd, 64)
+                    if not chunk:
+                        break
+                    buf += chunk
+            return buf.decode("utf-8", "replace").strip().lower()
+        finally:
+            os.close(fd)
+
+
+class WebhookApprover:
+    """POST the call summary; the answer must be ``{"decision": "allow"|"deny", "reason": str?}``."""
+
+    name = "webhook"
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout_s = timeout_s
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        import httpx2  # the HTTP client the mcp SDK ships; imported late to keep the CLI start fast
+
+        body = canonical_json(request_summary(request))
+        async with httpx2.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+            response = await client.post(
+                self.url, content=body, headers={**self.headers, "content-type": "application/json"}
+            )
+        if response.status_code // 100 != 2:
+            raise ApprovalError(f"webhook answered HTTP {response.status_code}")
+        try:
+            answer = json.loads(response.content)
+        except ValueError as exc:
+            raise ApprovalError("webhook answer is not JSON") from exc
+        if not isinstance(answer, dict) or answer.get("decision") not in ("allow", "deny"):
+            raise ApprovalError('webhook answer must be {"decision": "allow" | "deny"}')
+        reason = answer.get("reason")
+        reason = reason if isinstance(reason, str) else ""
+        return ApprovalResult(answer["decision"] == "allow", self.name, reason[:500])
+
+
+class ElicitApprover:
+    name = "elicit"
+
+    def __init__(self, elicitor: Elicitor | None) -> None:
+        self.elicitor = elicitor
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        if self.elicitor is None:
+            return ApprovalResult(False, self.name, "approval by elicitation is not available on this frontend")
+        answer = await self.elicitor(request)
+        if answer == "accept":
+            return ApprovalResult(True, self.name, "approved by the client")
+        if answer == "unsupported":
+            return ApprovalResult(False, self.name, "the client does not support elicitation")
+        return ApprovalResult(False, self.name, f"the client answered {answer}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Grant:
+    result: ApprovalResult
+    expires_at: float
+
+
+class BoundApprover:
+    """Binds grants to (exposed name, args digest, policy digest) with an expiry; fails closed.
+
+    ``clock`` is wall time (``time.time``) so ``expires_at`` means the same to every reader; tests
+    pass a fake. At most ``max_grants`` grants are kept (oldest dropped first).
+    """
+
+    def __init__(
+        self,
+        inner: Approver,
+        *,
+        ttl_s: float,
+        timeout_s: float,
+        clock: Clock,
+        max_grants: int = 10_000,
+    ) -> None:
+        self.inner = inner
+        self.ttl_s = ttl_s
+        self.timeout_s = timeout_s
+        self.clock = clock
+        self.max_grants = max_grants
+        self._grants: dict[tuple[str, str, str], _Grant] = {}
+        self._lock = threading.Lock()
+        self.failures = 0
+        """Count of approver errors and timeouts (each denied the call)."""
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        """A cached or fresh answer. Raises `ApprovalError` on a digest mismatch, timeout or error."""
+        call = request.call
+        if digest(call.arguments) != request.args_digest:
+            self.failures += 1
+            raise ApprovalError("the approval request's args_digest does not match the call's arguments")
+        key = (call.exposed_name, request.args_digest, request.policy_digest)
+        now = self.clock()
+        with self._lock:
+            grant = self._grants.get(key)
+            if grant is not None and grant.expires_at <= now:
+                del self._grants[key]
+                grant = None
+        if grant is not None:
+            r = grant.result
+            return ApprovalResult(True, r.approver, f"{r.reason} (reused grant)".strip(), grant.expires_at)
+        try:
+            with anyio.fail_after(self.timeout_s):
+                result = await self.inner.approve(request)
+        except TimeoutError as exc:
+            self.failures += 1
+            raise ApprovalError(f"no approval answer within {self.timeout_s:g} s") from exc
+        except ApprovalError:
+            self.failures += 1
+            raise
+        except Exception as exc:  # fail closed: any approver failure denies (re-raised as ApprovalError)
+            self.failures += 1
+            raise ApprovalError(f"the {self.name} approver failed ({type(exc).__name__}: {exc})") from exc
+        if not result.granted:
+            return result
+        expires_at = self.clock() + self.ttl_s
+        with self._lock:
+            if len(self._grants) >= self.max_grants:
+                self._grants.pop(next(iter(self._grants)))
+            self._grants[key] = _Grant(result, expires_at)
+        return ApprovalResult(True, result.approver, result.reason, expires_at)
+
+
+def build_approver(
+    settings: ApprovalSettings,
+    *,
+    clock: Clock,
+    elicitor: Elicitor | None = None,
+    tty_path: str = "/dev/tty",
+) -> BoundApprover:
+    """The approver ``[approval]`` asks for, wrapped in `BoundApprover`.
+
+    Raises ``ConfigError`` when a webhook header references an unset environment variable.
+    """
+    inner: Approver
+    if settings.mode == "auto":
+        inner = AutoApprover()
+    elif settings.mode == "deny":
+        inner = DenyApprover()
+    elif settings.mode == "cli":
+        inner = CliApprover(tty_path, settings.timeout_s)
+    elif settings.mode == "webhook":
+        if not settings.webhook_url:
+            raise ConfigError("approval mode 'webhook' needs `webhook_url`", key="approval.webhook_url")
+        headers = {k: expand_env(v) for k, v in settings.webhook_headers.items()}
+        inner = WebhookApprover(settings.webhook_url, headers, settings.timeout_s)
+    else:
+        inner = ElicitApprover(elicitor)
+    return BoundApprover(inner, ttl_s=settings.ttl_s, timeout_s=settings.timeout_s, clock=clock)

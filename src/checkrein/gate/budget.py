@@ -1,0 +1,132 @@
+"""In-process budgets (`[[budgets.limits]]`): token-bucket rates and per-session call caps.
+
+Each limit has a ``scope`` (``tool``: the exposed name; ``server``; ``identity``: the caller's user
+name) and a ``match`` glob over that key. A limit keeps one bucket per distinct key (so
+``scope = "identity", match = "*"`` gives every identity its own rate) and one counter per
+(key, session). A bucket holds ``burst`` tokens (default: ``ceil(rate_per_s)``, at least 1) and refills
+at ``rate_per_s``; each admitted call takes one token.
+
+`admit` checks every applicable limit first and only then charges them all, so a refused call costs
+nothing anywhere. ``now`` is injected (monotonic seconds) so tests use a fake clock; time that goes
+backwards refills nothing. A shared backend (Redis) can implement the same `Budget` protocol.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+import threading
+from dataclasses import dataclass
+
+from checkrein.config import BudgetLimit, BudgetSettings
+from checkrein.policy import ToolCall
+
+from .seams import BudgetVerdict
+
+__all__ = ["InProcessBudget"]
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    index: int
+    spec: BudgetLimit
+    regex: re.Pattern[str]
+    capacity: float
+
+    @property
+    def rule_id(self) -> str:
+        return f"budget:{self.spec.scope}:{self.spec.match}"
+
+
+def _key(limit: BudgetLimit, call: ToolCall, separator: str) -> str:
+    if limit.scope == "tool":
+        return call.exposed_name
+    if limit.scope == "server":
+        return call.server or call.exposed_name.partition(separator)[0]
+    return call.identity.user
+
+
+class InProcessBudget:
+    """Implements `checkrein.gate.seams.Budget` in memory; thread-safe."""
+
+    def __init__(self, settings: BudgetSettings, *, separator: str = "__", max_sessions: int = 100_000) -> None:
+        self.separator = separator
+        self.max_sessions = max_sessions
+        self._limits = [
+            _Limit(
+                i,
+                spec,
+                re.compile(fnmatch.translate(spec.match)),
+                float(spec.burst if spec.burst is not None else max(1, math.ceil(spec.rate_per_s or 1))),
+            )
+            for i, spec in enumerate(settings.limits)
+        ]
+        self._buckets: dict[tuple[int, str], _Bucket] = {}
+        self._session_calls: dict[tuple[int, str, str], int] = {}
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    def admit(self, call: ToolCall, now: float) -> BudgetVerdict:
+        """Admit (and charge) ``call`` at time ``now``, or refuse it naming the limit."""
+        applicable = [
+            (lim, key)
+            for lim in self._limits
+            if lim.regex.match(key := _key(lim.spec, call, self.separator)) is not None
+        ]
+        if not applicable:
+            return BudgetVerdict(True)
+        with self._lock:
+            for lim, key in applicable:
+                refusal = self._check(lim, key, call.session_id, now)
+                if refusal is not None:
+                    self.refused += 1
+                    return refusal
+            for lim, key in applicable:
+                if lim.spec.rate_per_s is not None:
+                    self._buckets[(lim.index, key)].tokens -= 1.0
+                if lim.spec.max_calls_per_session is not None:
+                    skey = (lim.index, key, call.session_id)
+                    if skey not in self._session_calls and len(self._session_calls) >= self.max_sessions:
+                        # Bounded memory: forget the oldest session counter (a fresh session anyway).
+                        self._session_calls.pop(next(iter(self._session_calls)))
+                    self._session_calls[skey] = self._session_calls.get(skey, 0) + 1
+        return BudgetVerdict(True)
+
+    def _check(self, lim: _Limit, key: str, session_id: str, now: float) -> BudgetVerdict | None:
+        spec = lim.spec
+        if spec.max_calls_per_session is not None:
+            used = self._session_calls.get((lim.index, key, session_id), 0)
+            if used >= spec.max_calls_per_session:
+                return BudgetVerdict(
+                    False,
+                    lim.rule_id,
+                    f"{spec.scope} {key!r} reached its cap of {spec.max_calls_per_session} calls in this session",
+                )
+        if spec.rate_per_s is not None:
+            bucket = self._buckets.get((lim.index, key))
+            if bucket is None:
+                bucket = self._buckets[(lim.index, key)] = _Bucket(lim.capacity, now)
+            elif now > bucket.updated:
+                bucket.tokens = min(lim.capacity, bucket.tokens + (now - bucket.updated) * spec.rate_per_s)
+                bucket.updated = now
+            if bucket.tokens < 1.0:
+                wait = (1.0 - bucket.tokens) / spec.rate_per_s
+                return BudgetVerdict(
+                    False,
+                    lim.rule_id,
+                    f"{spec.scope} {key!r} is over its rate of {spec.rate_per_s:g}/s; retry in {wait:.2f} s",
+                )
+        return None
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop the per-session counters of a closed session."""
+        with self._lock:
+            for k in [k for k in self._session_calls if k[2] == session_id]:
+                del self._session_calls[k]

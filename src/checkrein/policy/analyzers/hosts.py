@@ -1,0 +1,234 @@
+"""Host classification for the `urls` analyzer: IP literals in every spelling and internal names.
+
+Parsing only: nothing here resolves or connects. `classify_host` answers "would a fetch of this
+host reach something internal (loopback, private, link-local, metadata...)?" for literal IPs,
+lenient IPv4 forms (`2130706433`, `0177.0.0.1`, `0x7f000001`, `127.1`), IPv6 with embedded IPv4,
+and DNS names that are internal by convention or that embed an internal IP (`10.0.0.1.nip.io`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+__all__ = ["HostVerdict", "classify_host", "classify_ip", "parse_ipv4_lenient"]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_METADATA_IPS = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, DigitalOcean, OpenStack, Oracle, Hetzner
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.169.123",  # AWS time sync
+        "169.254.169.253",  # AWS VPC DNS
+        "100.100.100.200",  # Alibaba Cloud
+        "192.0.0.192",  # Oracle Cloud (legacy)
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::23",
+    )
+)
+_METADATA_NAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata.azure.internal",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
+        "metadata.packet.net",
+        "metadata.platformequinix.com",
+    }
+)
+_LOCAL_NAMES = frozenset(
+    {
+        "localhost",
+        "localhost.localdomain",
+        "localdomain",
+        "ip6-localhost",
+        "ip6-loopback",
+        "broadcasthost",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+    }
+)
+_INTERNAL_SUFFIXES = (
+    ".localhost",
+    ".local",
+    ".localdomain",
+    ".internal",
+    ".intranet",
+    ".home.arpa",
+    ".lan",
+    ".corp",
+    ".svc",
+    ".cluster.local",
+)
+# Wildcard-DNS and rebinding services: any name under them resolves to an address chosen by the
+# requester (usually spelled in the name itself), so they exist to reach internal hosts by name.
+_REBINDING_SUFFIXES = (
+    "nip.io",
+    "sslip.io",
+    "xip.io",
+    "nip.direct",
+    "localtest.me",
+    "lvh.me",
+    "vcap.me",
+    "lacolhost.com",
+    "1u.ms",
+    "rbndr.us",
+    "r3dir.me",
+    "traefik.me",
+    "localh.st",
+    "fuf.me",
+    "ssrf.me",
+)
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+@dataclass(frozen=True, slots=True)
+class HostVerdict:
+    kind: str
+    """`metadata`, `loopback`, `private`, `link_local`, `unspecified`, `cgnat`, `reserved`,
+    `internal_name`, `embedded_private_ip`, `dns_rebinding_service`, `malformed_ip`."""
+    message: str
+    obfuscated: bool = False
+    """The host spelled an IPv4 address in a non-canonical form (decimal, octal, hex, short)."""
+
+
+def _part(text: str) -> int | None:
+    t = text.lower()
+    if not t:
+        return None
+    if t.startswith("0x"):
+        digits = t[2:] or "0"
+        return int(digits, 16) if all(c in "0123456789abcdef" for c in digits) and len(digits) <= 8 else None
+    if not t.isdigit() or len(t) > 12:
+        return None
+    if len(t) > 1 and t[0] == "0":
+        return int(t, 8) if all(c in "01234567" for c in t) else None
+    return int(t)
+
+
+def parse_ipv4_lenient(host: str) -> ipaddress.IPv4Address | None:
+    """IPv4 as `inet_aton` reads it: 1-4 parts, each decimal, octal (`0` prefix) or hex (`0x`)."""
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    values = [_part(p) for p in parts]
+    if any(v is None for v in values):
+        return None
+    nums = [v for v in values if v is not None]
+    *head, last = nums
+    if any(v > 255 for v in head) or last >= 256 ** (5 - len(nums)):
+        return None
+    value = 0
+    for v in head:
+        value = value * 256 + v
+    value = (value << (8 * (5 - len(nums)))) | last
+    return ipaddress.IPv4Address(value)
+
+
+def classify_ip(ip: IPAddress) -> HostVerdict | None:
+    """Why ``ip`` is internal, or None for a global unicast address."""
+    if ip in _METADATA_IPS:
+        return HostVerdict("metadata", f"cloud metadata address {ip}")
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is None and ip.teredo is not None:
+            embedded = ip.teredo[1]
+        if embedded is not None:
+            inner = classify_ip(embedded)
+            if inner is not None:
+                return HostVerdict(inner.kind, f"IPv6 address embedding {embedded}: {inner.message}")
+    if ip.is_loopback:
+        return HostVerdict("loopback", f"loopback address {ip}")
+    if ip.is_unspecified:
+        return HostVerdict("unspecified", f"unspecified address {ip} (reaches this host)")
+    if ip.is_link_local:
+        return HostVerdict("link_local", f"link-local address {ip}")
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT:
+        return HostVerdict("cgnat", f"carrier-grade NAT address {ip}")
+    if ip.is_private:
+        return HostVerdict("private", f"private address {ip}")
+    if ip.is_multicast or ip.is_reserved or not ip.is_global:
+        return HostVerdict("reserved", f"non-global address {ip}")
+    return None
+
+
+def _ip_literal(host: str) -> tuple[IPAddress | None, bool]:
+    """(address, obfuscated) for an IP literal host, else (None, False)."""
+    if host.startswith("[") and host.endswith("]"):
+        inner = host[1:-1].split("%", 1)[0]
+        try:
+            return ipaddress.IPv6Address(inner), False
+        except ValueError:
+            return None, False
+    if ":" in host:
+        try:
+            return ipaddress.IPv6Address(host.split("%", 1)[0]), False
+        except ValueError:
+            return None, False
+    try:
+        return ipaddress.IPv4Address(host), False
+    except ValueError:
+        pass
+    v4 = parse_ipv4_lenient(host)
+    return (v4, True) if v4 is not None else (None, False)
+
+
+def _embedded_ipv4(name: str) -> ipaddress.IPv4Address | None:
+    """A dotted or dashed IPv4 spelled inside a DNS name (`127.0.0.1.nip.io`, `ip-10-0-0-1`)."""
+    run: list[str] = []
+    for label in name.replace("-", ".").split("."):
+        if label.isdigit() and len(label) <= 3 and int(label) <= 255:
+            run.append(label)
+            if len(run) == 4:
+                return ipaddress.IPv4Address(".".join(run))
+        else:
+            run = []
+    return None
+
+
+def _hex_label_ipv4(name: str) -> ipaddress.IPv4Address | None:
+    for label in name.split("."):
+        if len(label) == 8 and all(c in "0123456789abcdef" for c in label):
+            return ipaddress.IPv4Address(int(label, 16))
+    return None
+
+
+def classify_host(host: str) -> HostVerdict | None:
+    """Why fetching ``host`` (already lowercased, no port, brackets kept for IPv6) reaches something
+    internal, or None when nothing is known against it."""
+    h = host.strip().rstrip(".").lower()
+    if not h:
+        return None
+    ip, obfuscated = _ip_literal(h)
+    if ip is not None:
+        verdict = classify_ip(ip)
+        if obfuscated:
+            msg = f"IPv4 address {ip} written as {h!r}"
+            return HostVerdict(verdict.kind if verdict else "obfuscated_ip", msg if verdict is None else f"{verdict.message} written as {h!r}", True)
+        return verdict
+    if h in _METADATA_NAMES:
+        return HostVerdict("metadata", f"cloud metadata host {h}")
+    if h in _LOCAL_NAMES or h.endswith(_INTERNAL_SUFFIXES):
+        return HostVerdict("internal_name", f"internal host name {h}")
+    embedded = _embedded_ipv4(h)
+    rebinding = any(h == s or h.endswith("." + s) for s in _REBINDING_SUFFIXES)
+    if embedded is None and rebinding:
+        embedded = _hex_label_ipv4(h)
+    if embedded is not None:
+        inner = classify_ip(embedded)
+        if inner is not None:
+            return HostVerdict("embedded_private_ip", f"host name {h} embeds {inner.message}")
+    if rebinding:
+        return HostVerdict("dns_rebinding_service", f"{h} is a wildcard-DNS / rebinding / redirect service")
+    last = h.rsplit(".", 1)[-1]
+    if last.isdigit() or (last.startswith("0x") and len(h.split(".")) <= 4):
+        return HostVerdict("malformed_ip", f"{h!r} is neither a valid IP address nor a DNS name", True)
+    return None

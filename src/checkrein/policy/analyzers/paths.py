@@ -1,0 +1,327 @@
+"""`paths`: traversal out of the allowed roots, system and sensitive files, Windows and UNC forms,
+`~` expansion, NUL bytes and file-inclusion wrappers.
+
+For a `path` argument every signal applies. For other strings only high-confidence ones do:
+wrappers, NUL bytes inside path-like values, `..` climbing two or more levels or reaching a
+sensitive file, and a whole value that is an absolute path to a system location.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+import re
+from collections.abc import Sequence
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+from .api import ScanContext
+from .evidence import excerpt
+
+__all__ = ["check_path", "normalize_path"]
+
+NAME = "paths"
+
+# Wrappers that make a file API read something else: PHP stream wrappers, Java `jar:`, URL files.
+_WRAPPERS = (
+    "php://",
+    "phar://",
+    "zip://",
+    "expect://",
+    "glob://",
+    "file://",
+    "file:/",
+    "data://",
+    "compress.zlib://",
+    "compress.bzip2://",
+    "zlib://",
+    "rar://",
+    "ogg://",
+    "ssh2.",
+    "jar:",
+    "netdoc:",
+    "input://",
+)
+_DATA_URI_TYPES = ("data:text/", "data:application/", "data:image/svg", ";base64,")
+
+_SYSTEM_DIRS = frozenset(
+    {
+        "etc", "proc", "sys", "dev", "root", "var", "boot", "usr", "bin", "sbin", "lib", "lib64",
+        "opt", "srv", "run", "private", "system", "library", "windows", "winnt", "inetpub",
+        "program files", "program files (x86)", "programdata", "documents and settings", "xampp",
+        "wamp", "apache", "apache2", "nginx", "system32", "$recycle.bin", "recycler", "volumes",
+    }
+)  # fmt: skip
+# Leaf names and directories whose only use in an argument is to read credentials or system state.
+_SENSITIVE_NAMES = frozenset(
+    {
+        "passwd", "shadow", "gshadow", "master.passwd", "sudoers", "boot.ini", "win.ini", "system.ini",
+        "sam", "ntds.dit", ".htpasswd", ".htaccess", ".bash_history", ".zsh_history", ".history",
+        ".mysql_history", ".psql_history", ".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+        "authorized_keys", ".aws", ".azure", ".gcloud", ".kube", ".docker", ".gnupg", ".netrc",
+        ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".env", ".git", "wp-config.php",
+        "web.config", "php.ini", "my.cnf", "httpd.conf", "environ", "cmdline", "self",
+        "credentials", "kubeconfig", "unattend.xml", "sysprep.inf", "repair", ".profile",
+        ".bash_profile", ".bashrc", ".bash_login", ".bash_logout", ".cshrc", ".tcshrc", ".zshrc",
+        ".login", ".logout", ".rhosts", ".shosts", ".forward", ".xauthority", ".viminfo",
+        ".lesshst", ".k5login", ".cache", ".config", "nginx.conf",
+    }
+)  # fmt: skip
+# Names that point at credentials or system state wherever they appear in a path argument, even
+# when the separators around them are garbled beyond decoding (`etc%c0%9vpasswd`).
+_SENSITIVE_SUBSTRINGS = (
+    "passwd", "shadow", "boot.ini", "win.ini", "system.ini", "system32", ".htpasswd", "id_rsa",
+    "proc/self", ".bash_history", "wp-config", "web.config", "desktop.ini", "ntds.dit",
+)  # fmt: skip
+_ETC_FILE = re.compile(r"(?<![a-z])etc\S{1,12}?(?:hosts|issue|group|motd|crontab|fstab)")
+_HEX_LITERALS = re.compile(r"0x(2e|2f|5c)|(?<=\.\.)(2f|5c)", re.IGNORECASE)
+_HEX_SEPARATOR = re.compile(r"0x(?:2e|2f|5c)|\.\.(?:2f|5c)", re.IGNORECASE)
+# Overlong UTF-8 lead bytes: no legitimate encoder produces them; they exist to slip past filters.
+_OVERLONG = ("%c0", "%c1", "%e0%80", "%e0%81", "%f0%80", "%f8", "%fc")
+_SHELL_ESCAPE = re.compile(r"\\([./\\])")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{12,4096}={0,2}")
+_SLASH_LOOKALIKES = str.maketrans({"\u2215": "/", "\u2044": "/", "\u29f8": "/", "\u29f5": "\\", "\u2216": "\\"})
+
+
+def normalize_path(text: str) -> str:
+    """Separators unified to `/` (backslashes and look-alike slashes), surrounding whitespace removed,
+    and `/C:/x` read as `C:/x`."""
+    path = text.strip().translate(_SLASH_LOOKALIKES).replace("\\", "/")
+    if len(path) >= 3 and path[0] == "/" and path[2] == ":" and path[1].isalpha():
+        path = path[1:]
+    return path
+
+
+def _segments(path: str) -> list[str]:
+    out: list[str] = []
+    for seg in path.split("/"):
+        # `..;/` (servlet path parameters) and `.. ` / `...` (Windows trims dots and spaces) all mean `..`.
+        s = seg.split(";", 1)[0].strip()
+        if len(s) >= 2 and set(s) <= {".", "?"} and "." in s:
+            # `...`, `.. .` and Windows wildcards (`.?`, `?.`) all reach the parent.
+            s = ".."
+        out.append(s)
+    return out
+
+
+def _climb(segments: Sequence[str]) -> int:
+    """How many levels above the starting directory the path reaches (0 when it never escapes)."""
+    depth, lowest = 0, 0
+    for s in segments:
+        if s in ("", "."):
+            continue
+        if s == "..":
+            depth -= 1
+            lowest = min(lowest, depth)
+        else:
+            depth += 1
+    return -lowest
+
+
+# Names specific enough to flag even in an untyped value that is a relative path (`user/.htpasswd`).
+_STRONG_NAMES = frozenset(
+    {".htpasswd", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "boot.ini", "win.ini", "system.ini",
+     ".bash_history", "wp-config.php", "ntds.dit", "authorized_keys", "shadow", ".git-credentials"}
+)  # fmt: skip
+_PARENT_BOUND = {
+    # Common words that are sensitive only under their system parent.
+    "self": ("proc",),
+    "environ": ("self", "proc"),
+    "cmdline": ("self", "proc"),
+    "credentials": (".aws",),
+    "repair": ("windows", "winnt"),
+    "sam": ("config", "repair"),
+}
+_SENSITIVE_CHILDREN = {
+    "etc": ("hosts", "issue", "group", "crontab", "motd", "fstab", "profile", "resolv.conf"),
+    "windows": ("system32", "repair", "win.ini"),
+    "winnt": ("system32", "repair", "win.ini"),
+}
+
+
+def _sensitive(segments: Sequence[str]) -> str | None:
+    lowered = [s.lower() for s in segments if s not in ("", ".", "..")]
+    for i, s in enumerate(lowered):
+        parent = lowered[i - 1] if i else ""
+        if s in _SENSITIVE_NAMES:
+            bound = _PARENT_BOUND.get(s)
+            if bound is None or parent in bound or parent.isdigit():
+                return s
+        children = _SENSITIVE_CHILDREN.get(s)
+        if children is not None and i + 1 < len(lowered) and lowered[i + 1] in children:
+            return s + "/" + lowered[i + 1]
+    return None
+
+
+def _drive(path: str) -> tuple[str, str]:
+    if len(path) >= 2 and path[1] == ":" and path[0].isalpha():
+        return path[:2].lower(), path[2:]
+    return "", path
+
+
+def _finding(kind: str, pointer: str, message: str, form: str) -> Finding:
+    return Finding(NAME, kind, pointer, message, excerpt(form))
+
+
+def _malformed_percent(text: str) -> bool:
+    """`%%32`, `%c0%9v`, `%bg`: percent escapes no standard decoder accepts, used to slip past filters."""
+    i = text.find("%")
+    while i != -1:
+        pair = text[i + 1 : i + 3]
+        if pair[:1] == "%":
+            return True
+        if len(pair) == 2 and pair.isalnum() and not all(c in "0123456789abcdefABCDEF" for c in pair):
+            if pair[0] not in "uU":
+                return True
+        i = text.find("%", i + 1)
+    return False
+
+
+def _odd_character(text: str) -> bool:
+    return any(
+        ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0xE000 <= ord(c) <= 0xF8FF or c == "\ufffd" for c in text
+    )
+
+
+def _base64_path(text: str) -> bool:
+    s = text.strip()
+    if len(s) % 4 or _BASE64.fullmatch(s) is None:
+        return False
+    try:
+        decoded = base64.b64decode(s, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    lowered = decoded.lower()
+    return ".." in decoded or ":\\" in decoded or any(n in lowered for n in _SENSITIVE_SUBSTRINGS)
+
+
+def _within(path: str, roots: Sequence[str]) -> bool:
+    drive, rest = _drive(path)
+    for root in roots:
+        rdrive, rrest = _drive(normalize_path(root))
+        if rdrive != drive and (rdrive or drive):
+            continue
+        r = posixpath.normpath(rrest or ".")
+        absolute_root = r.startswith("/")
+        p = rest
+        if not p.startswith("/") and absolute_root:
+            p = posixpath.join(r, p)
+        elif p.startswith("/") and not absolute_root:
+            continue
+        n = posixpath.normpath(p or ".")
+        if n.startswith("//") and not r.startswith("//"):
+            continue
+        if r in (".", "/") and not n.startswith(".."):
+            return True
+        if n == r or n.startswith(r.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def _wrapper(lowered: str, strict: bool) -> str | None:
+    for w in _WRAPPERS:
+        if w in lowered:
+            if w in ("file:/", "jar:", "netdoc:") and not strict and not lowered.lstrip().startswith(w):
+                continue
+            if w == "ssh2." and "://" not in lowered:
+                continue
+            return w
+    if "data:" in lowered and any(t in lowered for t in _DATA_URI_TYPES):
+        return "data:"
+    return None
+
+
+def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """Path findings for one argument value given its decoded forms (raw first)."""
+    strict = kind == "path"
+    found: dict[str, Finding] = {}
+
+    def add(k: str, message: str, form: str) -> None:
+        if k not in found:
+            found[k] = _finding(k, pointer, message, form)
+
+    raw = forms[0]
+    # Filter-evasion spellings: no legitimate client writes a path this way.
+    evasion: list[tuple[str, str]] = []
+    if "%" in raw:
+        if _malformed_percent(raw):
+            evasion.append(("malformed_encoding", "percent escapes that no standard decoder accepts"))
+        if any(o in f.lower() for f in forms[:-1] for o in _OVERLONG):
+            evasion.append(("overlong_utf8", "overlong UTF-8 escape"))
+    if "0x" in raw.lower() or ".." in raw:
+        if _HEX_SEPARATOR.search(raw) is not None:
+            evasion.append(("encoded_separator", "dot or slash written as a hex literal"))
+    if any(_odd_character(f) for f in forms[1:]):
+        evasion.append(("control_character", "control, private-use or undecodable character in a path"))
+    raw_compact = not any(c.isspace() for c in raw.strip())
+    if strict or raw_compact:
+        if _base64_path(raw):
+            add("encoded_traversal", "base64-encoded path with traversal or a system file", raw)
+    if strict:
+        for k, message in evasion:
+            add(k, message, raw)
+    elif evasion and raw_compact:
+        if any(o in raw.lower() for o in _OVERLONG):
+            add("overlong_utf8", "overlong UTF-8 escape (filter evasion)", raw)
+        if any(".." in f for f in forms):
+            add("traversal", "`..` hidden by filter-evasion encoding", raw)
+    candidates = list(forms)
+    if evasion and _HEX_LITERALS.search(forms[-1]) is not None:
+        candidates.append(_HEX_LITERALS.sub(lambda m: {"2e": ".", "2f": "/", "5c": "\\"}[(m.group(1) or m.group(2)).lower()], forms[-1]))
+    if "\\" in forms[-1]:
+        # `\.\./`: a shell or regex consumer reads backslash-dot as a dot.
+        unescaped = _SHELL_ESCAPE.sub(r"\1", forms[-1])
+        if unescaped != forms[-1]:
+            candidates.append(unescaped)
+    for index, form in enumerate(candidates):
+        lowered = form.lower()
+        hit = next((n for n in _SENSITIVE_SUBSTRINGS if n in lowered), None)
+        if hit is None and "etc" in lowered:
+            m = _ETC_FILE.search(lowered)
+            hit = m.group(0) if m is not None else None
+        if hit is not None and (strict or (raw_compact and (evasion or ".." in form or "/" in normalize_path(form)))):
+            add("sensitive_file", f"names a sensitive file or directory ({hit!r})", form)
+        w = _wrapper(lowered, strict)
+        if w is not None:
+            add("inclusion_wrapper", f"file-inclusion wrapper {w!r}", form)
+        path = normalize_path(form)
+        pathlike = "/" in path or "." in path
+        if "\x00" in form and (strict or pathlike):
+            add("nul_byte", "NUL byte truncates the path at the OS boundary", form)
+        if not path:
+            continue
+        compact = not any(c.isspace() for c in path)
+        if not strict and not compact and "/" not in path:
+            continue
+        drive, rest = _drive(path)
+        segs = _segments(rest)
+        if strict and any(len(seg) > 255 for seg in segs):
+            add("overlong_segment", "path segment longer than any file system allows", form)
+        climb = _climb(segs)
+        sensitive = _sensitive(segs)
+        if climb and (strict or climb >= 2 or sensitive is not None or (compact and (index > 0 or evasion))):
+            add("traversal", f"`..` climbs {climb} level(s) above the starting directory", form)
+        if form.lstrip().startswith(("\\\\", "//")) or path.startswith("//"):
+            if path.startswith(("//?/", "//./")):
+                add("windows_device_path", "Windows device or long-path prefix (\\\\?\\ or \\\\.\\)", form)
+            elif strict or compact:
+                add("unc_path", "UNC path to a network share", form)
+        absolute = rest.startswith("/") or bool(drive)
+        if strict:
+            if path.startswith("~"):
+                add("home_expansion", "`~` expands to a home directory", form)
+            if any(s and set(s) == {"?"} for s in segs):
+                add("wildcard_segment", "a path segment made only of `?`", form)
+            if drive:
+                add("windows_drive", f"Windows drive path {drive.upper()}", form)
+            if ctx.path_roots and not _within(path, ctx.path_roots):
+                add("outside_roots", "path is outside the allowed roots", form)
+        if sensitive is not None and (strict or (compact and (absolute or climb or sensitive in _STRONG_NAMES))):
+            add("sensitive_file", f"sensitive file or directory {sensitive!r}", form)
+        if absolute and (strict or compact):
+            first = next((s.lower() for s in segs if s not in ("", ".")), "")
+            if first in _SYSTEM_DIRS:
+                add("system_path", f"absolute path into system directory {first!r}", form)
+    return list(found.values())

@@ -1,0 +1,136 @@
+"""`scan_arguments`: every string in a call's arguments, raw and decoded, through every enabled
+analyzer, with RFC 6901 pointers. Object keys are scanned too (untyped), and a string that holds
+a JSON object or array is parsed once and its strings scanned under the string's pointer.
+
+Bounded: at most `MAX_DEPTH` levels, `MAX_STRINGS` strings and `MAX_JSON_CHARS` characters of
+embedded JSON; past a bound the scan stops and reports a `scan` finding rather than passing the
+rest unchecked. (The engine's `[policy.limits]` normally rejects such arguments earlier.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+from .api import Analyzer, ScanContext
+from .decode import decoded_forms
+from .paths import check_path
+from .schema import kind_for
+from .secrets import check_secrets
+from .shell import check_shell
+from .sql import check_sql
+from .urls import check_url
+
+__all__ = ["ANALYZERS", "CHECKS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
+
+MAX_DEPTH = 64
+MAX_STRINGS = 20_000
+MAX_JSON_CHARS = 262_144
+
+Check = Callable[[Sequence[str], str, ArgKind | None, ScanContext], list[Finding]]
+CHECKS: Mapping[str, Check] = {
+    "paths": check_path,
+    "urls": check_url,
+    "shell": check_shell,
+    "sql": check_sql,
+    "secrets": check_secrets,
+}
+"""Analyzer name -> check over (decoded forms, pointer, kind, ctx). Order is the report order."""
+
+
+class _Overflow(Exception):
+    def __init__(self, kind: str, pointer: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.pointer = pointer
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _embedded_json(text: str) -> Any:
+    s = text.strip()
+    if len(s) < 2 or len(s) > MAX_JSON_CHARS or s[0] not in "[{" or s[-1] not in "]}":
+        return None
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _strings(value: Any, pointer: str, depth: int, in_json: bool) -> Iterator[tuple[str, str, bool]]:
+    """(pointer, string, is_key) for every string under ``value``, depth-first."""
+    if depth > MAX_DEPTH:
+        raise _Overflow("too_deep", pointer)
+    if isinstance(value, str):
+        yield pointer, value, False
+        if not in_json:
+            inner = _embedded_json(value)
+            if isinstance(inner, dict | list):
+                yield from _strings(inner, pointer, depth + 1, True)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            child = f"{pointer}/{_escape(str(k))}"
+            if isinstance(k, str) and k and not k.isidentifier():
+                yield child, k, True
+            yield from _strings(v, child, depth + 1, in_json)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{pointer}/{i}", depth + 1, in_json)
+
+
+def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """Findings of every enabled analyzer for one string (raw and decoded forms)."""
+    forms = decoded_forms(value)
+    findings: list[Finding] = []
+    for name, check in CHECKS.items():
+        if name in ctx.enabled:
+            findings.extend(check(forms, pointer, kind, ctx))
+    return findings
+
+
+def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext) -> list[Finding]:
+    """Deduplicated findings (by analyzer, kind and pointer) for every string in ``arguments``.
+
+    A value's kind comes from ``ctx.kinds`` (see `kind_for`); keys and unknown values are untyped
+    and get only the analyzers' high-confidence checks. Pure; raises only on programming errors
+    (the engine denies the call if it does)."""
+    findings: list[Finding] = []
+    seen: set[tuple[str, str, str]] = set()
+    count = 0
+    try:
+        for pointer, text, is_key in _strings(arguments, "", 0, False):
+            count += 1
+            if count > MAX_STRINGS:
+                raise _Overflow("too_many_strings", pointer)
+            kind = None if is_key else kind_for(pointer, ctx.kinds)
+            for f in scan_value(text, pointer, kind, ctx):
+                key = (f.analyzer, f.kind, f.path)
+                if key not in seen:
+                    seen.add(key)
+                    findings.append(f)
+    except _Overflow as overflow:
+        findings.append(
+            Finding("scan", overflow.kind, overflow.pointer, f"argument scan stopped: {overflow.kind.replace('_', ' ')}", "")
+        )
+    return findings
+
+
+class CheckAnalyzer:
+    """One analyzer behind the `Analyzer` protocol: decodes the value, then runs its check."""
+
+    def __init__(self, name: str, check: Check) -> None:
+        self.name = name
+        self._check = check
+
+    def analyze(self, value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+        return self._check(decoded_forms(value), pointer, kind, ctx)
+
+
+ANALYZERS: Mapping[str, Analyzer] = {name: CheckAnalyzer(name, check) for name, check in CHECKS.items()}
+"""The built-in analyzers by name (`paths`, `urls`, `shell`, `sql`, `secrets`)."""

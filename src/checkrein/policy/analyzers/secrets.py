@@ -1,0 +1,273 @@
+"""`secrets`: credentials in text. Provider key formats, private key blocks, JWTs, credentials in
+URLs and `Authorization` headers, and `password=` / `token:` style assignments whose value is
+not a placeholder. `find_secrets` returns spans; `redact_secrets` masks them.
+
+Every pattern starts with a literal prefix or a keyword and uses only bounded quantifiers, and
+each is skipped unless its prefix occurs in the text (a substring test), so scanning is linear.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+from .api import ScanContext, SecretSpan
+
+__all__ = ["MAX_SECRET_SCAN", "check_secrets", "find_secrets", "is_placeholder", "redact_secrets", "shannon_entropy"]
+
+NAME = "secrets"
+MAX_SECRET_SCAN = 1_048_576
+"""Characters scanned per text; the rest is not scanned (callers cap their inputs first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    kind: str
+    prefilter: tuple[str, ...]
+    """Lowercase substrings, one of which must occur for the rule to run."""
+    pattern: re.Pattern[str]
+    group: int = 0
+    min_entropy: float = 0.0
+
+
+def _r(kind: str, prefilter: tuple[str, ...], pattern: str, group: int = 0, min_entropy: float = 0.0, flags: int = 0) -> _Rule:
+    return _Rule(kind, prefilter, re.compile(pattern, flags), group, min_entropy)
+
+
+_B = r"(?<![A-Za-z0-9_])"  # left boundary without a variable-width lookbehind
+_E = r"(?![A-Za-z0-9_])"
+
+_RULES: tuple[_Rule, ...] = (
+    _r("private_key", ("private key",), r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"),
+    _r("aws_access_key", ("akia", "asia", "abia", "acca", "a3t"), _B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _E),
+    _r(
+        "aws_secret_key",
+        ("aws",),
+        r"(?i)aws[a-z0-9_.\-]{0,25}(?:secret|key)[a-z0-9_.\-]{0,15}[\"']?\s{0,4}(?::=|=>|=|:)\s{0,4}[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        1,
+        3.5,
+    ),
+    _r("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E, 0, 3.0),
+    _r("github_token", ("github_pat_",), _B + r"github_pat_[A-Za-z0-9_]{50,255}", 0, 3.0),
+    _r("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-", "gloas-"), _B + r"gl(?:pat|dt|rt|ptt|soat|ft|cbt|oas)-[A-Za-z0-9_\-]{20,64}", 0, 3.0),
+    _r("slack_token", ("xox",), _B + r"xox[abposre]-(?:\d{1,20}-){0,3}[A-Za-z0-9\-]{8,255}", 0, 2.5),
+    _r("slack_token", ("xapp-",), _B + r"xapp-\d-[A-Z0-9]{8,}-\d{8,}-[a-z0-9]{16,}"),
+    _r("slack_webhook", ("hooks.slack.com",), r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120}"),
+    _r("stripe_key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "pk_live_"), _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,255}", 0, 3.0),
+    _r("google_api_key", ("aiza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, 0, 3.0),
+    _r("google_service_account", ("service_account",), r"\"type\"\s{0,3}:\s{0,3}\"service_account\""),
+    _r("anthropic_key", ("sk-ant-",), _B + r"sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{32,255}", 0, 3.0),
+    _r("openai_key", ("sk-",), _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,255}(?:T3BlbkFJ[A-Za-z0-9_\-]{10,255})?", 0, 3.5),
+    _r("jwt", ("eyj",), _B + r"eyJ[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{4,8192}\.[A-Za-z0-9_\-]{0,4096}", 0, 3.0),
+    _r("npm_token", ("npm_",), _B + r"npm_[A-Za-z0-9]{36}" + _E, 0, 3.0),
+    _r("pypi_token", ("pypi-",), _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+    _r("sendgrid_key", ("sg.",), _B + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
+    _r("twilio_key", ("sk", "ac"), _B + r"(?:SK|AC)[0-9a-f]{32}" + _E, 0, 3.0),
+    _r("mailchimp_key", ("-us",), _B + r"[0-9a-f]{32}-us\d{1,2}" + _E, 0, 3.0),
+    _r("mailgun_key", ("key-",), _B + r"key-[0-9a-zA-Z]{32}" + _E, 0, 3.0),
+    _r("square_token", ("sq0atp-", "sq0csp-", "eaaa"), _B + r"(?:sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43}|EAAA[A-Za-z0-9_\-]{60})"),
+    _r("shopify_token", ("shpat_", "shpca_", "shppa_", "shpss_"), _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    _r("digitalocean_token", ("do_v1_", "dop_v1_", "doo_v1_", "dor_v1_"), _B + r"do[opr]?_v1_[a-f0-9]{64}"),
+    _r("huggingface_token", ("hf_", "api_org_"), _B + r"(?:hf_[A-Za-z]{34}|api_org_[A-Za-z]{34})" + _E, 0, 3.0),
+    _r("databricks_token", ("dapi",), _B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E),
+    _r("vault_token", ("hvs.", "hvb.", "s."), _B + r"(?:hvs\.[A-Za-z0-9_\-]{90,120}|hvb\.[A-Za-z0-9_\-]{138,300})"),
+    _r("telegram_token", (":aa",), _B + r"\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
+    _r("discord_token", ("m", "n", "o"), _B + r"[MNO][a-zA-Z\d_\-]{23,25}\.[a-zA-Z\d_\-]{6}\.[a-zA-Z\d_\-]{27,38}" + _E, 0, 3.5),
+    _r("facebook_token", ("eaa",), _B + r"EAA[MC][A-Za-z0-9]{100,}"),
+    _r("grafana_token", ("glc_", "glsa_"), _B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+    _r("atlassian_token", ("atatt",), _B + r"ATATT3[A-Za-z0-9_\-=]{186}"),
+    _r("notion_token", ("ntn_", "secret_"), _B + r"(?:ntn_\d{11}[A-Za-z0-9]{32}[A-Za-z0-9]{3}|secret_[A-Za-z0-9]{43})" + _E, 0, 3.0),
+    _r("sourcegraph_token", ("sgp_",), _B + r"sgp_(?:[a-f0-9]{16}|local)_[a-f0-9]{40}"),
+    _r("snyk_or_uuid_key", ("snyk",), r"(?i)snyk[a-z0-9_.\-]{0,20}[\"']?\s{0,3}(?::=|=>|=|:)\s{0,3}[\"']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", 1),
+    _r("onepassword_key", ("a3-", "ops_"), _B + r"(?:A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}|ops_eyJ[A-Za-z0-9+/]{250,}={0,3})"),
+    _r("age_secret_key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _r("azure_storage_key", ("accountkey=",), r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)", 1),
+    _r("azure_client_secret", ("q~",), _B + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _E, 0, 3.0),
+    _r("bearer_token", ("bearer",), r"(?i)\bbearer\s{1,4}([A-Za-z0-9_\-.~+/]{16,2048}=*)", 1, 3.0),
+    _r("basic_auth", ("basic",), r"(?i)\bauthorization:\s{0,4}basic\s{1,4}([A-Za-z0-9+/]{8,1024}={0,2})", 1, 2.5),
+    _r("url_credentials", ("://",), r"[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.\-\[\]]{1,255}", 1, 0.0),
+    _r("curl_user", ("-u", "--user"), r"(?:\s|^)(?:-u|--user)[\s=]{1,3}[\"']?[^\s:\"'$]{1,64}:([^\s\"'$]{4,128})[\"']?", 1, 2.0),
+)
+
+_KEYWORDS = re.compile(
+    r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|auth[_.\-]?key"
+    r"|private[_.\-]?key|client[_.\-]?secret|credentials?|api[_.\-]?token|auth|session[_.\-]?id|cookie)"
+)
+_KEYWORD_PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "session", "cookie")
+_IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_PLACEHOLDER_WORDS = (
+    "xxxx", "****", "fake", "example", "dummy", "placeholder", "changeme", "change_me", "change-me",
+    "your_", "your-", "yourpass", "redacted", "<", ">", "todo", "sample", "insert", "replace", "...",
+    "****", "mypassword", "password1", "secret123", "notreal", "not_real", "foobar", "lorem",
+)  # fmt: skip
+_NON_SECRET_VALUES = frozenset(
+    {
+        "null", "none", "nil", "true", "false", "undefined", "password", "secret", "token", "string",
+        "str", "bool", "int", "required", "optional", "empty", "env", "var", "value", "test", "tests",
+        "testing", "admin", "root", "user", "username", "default", "hidden", "masked", "get", "set",
+    }
+)  # fmt: skip
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of ``text`` (0.0 for the empty string)."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def is_placeholder(value: str) -> bool:
+    """Template variables, references, masks and well-known dummy values are not secrets."""
+    v = value.strip()
+    lowered = v.lower()
+    if len(v) < 6 or lowered in _NON_SECRET_VALUES:
+        return True
+    if v.startswith(("$", "%", "{{", "#{", "@{", "<", "[", "&", "*")) or v.endswith(("}}", "%")):
+        return True
+    if any(w in lowered for w in _PLACEHOLDER_WORDS):
+        return True
+    if len(set(lowered)) <= 2:
+        return True
+    if "(" in v or lowered.startswith(("os.", "process.", "env.", "config.", "settings.", "self.", "this.", "request.", "params.", "args.", "vault:", "secrets.")):
+        return True
+    # An identifier (lower_snake, camelCase) is a reference to a variable, not a value.
+    return v.replace("_", "").isalpha() and (v.islower() or v[0].islower()) and len(v) < 32 and shannon_entropy(v) < 3.6
+
+
+def _keyword_spans(text: str) -> list[SecretSpan]:
+    spans: list[SecretSpan] = []
+    n = len(text)
+    for m in _KEYWORDS.finditer(text):
+        i = m.end()
+        word = m.group(0)
+        before = text[m.start() - 1] if m.start() else ""
+        after = text[i] if i < n else ""
+        # `passport`, `bypass`, `author`: the keyword must be a whole word of the key name.
+        if after.islower() or (before.isalpha() and word[0].islower() and before.islower()):
+            continue
+        # The rest of the key name (`password_hash`, `token.value`), a closing quote or bracket.
+        k = 0
+        while i < n and text[i] in _IDENT and k < 40:
+            i += 1
+            k += 1
+        key = text[m.start() : i].lower()
+        if key.endswith(("_id", "id", "type", "name", "_url", "url", "length", "size", "file", "path", "policy", "count", "expiry", "_at", "format", "field", "hash", "header")):
+            continue
+        while i < n and text[i] in "\"']" and i - m.end() < 44:
+            i += 1
+        j = i
+        while j < n and text[j] in " \t" and j - i < 5:
+            j += 1
+        op = ""
+        for candidate in (":=", "=>", "===", "==", "!==", "!=", "=", ":", " "):
+            if text.startswith(candidate, j):
+                op = candidate
+                break
+        if op in ("", " ", "===", "==", "!==", "!=") or (op == ":" and text.startswith("//", j + 1)):
+            continue
+        j += len(op)
+        while j < n and text[j] in " \t@" and j - i < 12:
+            j += 1
+        if j >= n:
+            continue
+        quote = text[j] if text[j] in "\"'`" else ""
+        start = j + 1 if quote else j
+        if quote:
+            end = text.find(quote, start, start + 512)
+            if end == -1:
+                continue
+        else:
+            end = start
+            while end < n and end - start < 512 and not text[end].isspace() and text[end] not in "\"'`,;)}]&":
+                end += 1
+        value = text[start:end]
+        if is_placeholder(value):
+            continue
+        if not quote and shannon_entropy(value) < 2.5:
+            continue
+        spans.append(SecretSpan(start, end, "password" if "pass" in key or "pwd" in key else "credential"))
+    return spans
+
+
+def _comparison_spans(text: str) -> list[SecretSpan]:
+    """`if ("hunter2..." == password)`: a literal compared with a secret-named variable."""
+    spans: list[SecretSpan] = []
+    for m in re.finditer(r"([\"'])([^\"'\n]{6,200})\1\s{0,3}(?:===?|!==?)\s{0,3}[A-Za-z_]{0,20}(?:password|passwd|secret|token|private_key|api_key)", text, re.IGNORECASE):
+        if not is_placeholder(m.group(2)):
+            spans.append(SecretSpan(m.start(2), m.end(2), "credential"))
+    return spans
+
+
+def find_secrets(text: str) -> list[SecretSpan]:
+    """Non-overlapping secret spans in ``text``, sorted by start. Linear; never raises."""
+    t = text[:MAX_SECRET_SCAN]
+    lowered = t.lower()
+    spans: list[SecretSpan] = []
+    for rule in _RULES:
+        if not any(p in lowered for p in rule.prefilter):
+            continue
+        for m in rule.pattern.finditer(t):
+            s, e = m.span(rule.group)
+            value = t[s:e]
+            if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
+                continue
+            if rule.kind in ("url_credentials", "curl_user", "bearer_token", "basic_auth") and is_placeholder(value):
+                continue
+            if rule.kind == "private_key":
+                end = t.find("-----END", e, e + 16384)
+                stop = t.find("-----", end + 8) if end != -1 else -1
+                e = stop + 5 if stop != -1 else min(len(t), e + 4096)
+                body = t[m.end() : end if end != -1 else e]
+                if sum(c.isalnum() for c in body) < 32 or is_placeholder(body.strip()[:64]):
+                    continue
+            spans.append(SecretSpan(s, e, rule.kind))
+    if any(k in lowered for k in _KEYWORD_PREFILTER):
+        spans.extend(_keyword_spans(t))
+        if "=" in t:
+            spans.extend(_comparison_spans(t))
+    spans.sort(key=lambda sp: (sp.start, -(sp.end - sp.start)))
+    merged: list[SecretSpan] = []
+    for sp in spans:
+        if merged and sp.start < merged[-1].end:
+            if sp.end > merged[-1].end:
+                merged[-1] = SecretSpan(merged[-1].start, sp.end, merged[-1].kind)
+            continue
+        merged.append(sp)
+    return merged
+
+
+def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, list[SecretSpan]]:
+    """``text`` with every secret span replaced by ``mask`` (`{kind}` is filled in), and the spans
+    (positions in the original text)."""
+    spans = find_secrets(text)
+    if not spans:
+        return text, spans
+    out: list[str] = []
+    pos = 0
+    for sp in spans:
+        out.append(text[pos : sp.start])
+        out.append(mask.replace("{kind}", sp.kind))
+        pos = sp.end
+    out.append(text[pos:])
+    return "".join(out), spans
+
+
+def check_secrets(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """Secret findings for one argument value. Arguments declared `secret` are expected to carry
+    one and are not reported (the engine redacts them instead)."""
+    del ctx
+    if kind == "secret":
+        return []
+    found: dict[str, Finding] = {}
+    for form in forms[:2]:
+        for sp in find_secrets(form):
+            if sp.kind not in found:
+                found[sp.kind] = Finding(NAME, sp.kind, pointer, f"{sp.kind.replace('_', ' ')} in the arguments", f"[REDACTED:{sp.kind}]")
+    return list(found.values())

@@ -1,0 +1,304 @@
+"""`sql`: SQL injection and statement classification.
+
+A `query` argument that is a SQL statement is parsed with `sqlglot` and checked structurally:
+stacked statements, `OR` tautologies, `UNION` extraction of constants or system catalogs,
+time-based probes, dangerous functions, comments hidden inside keywords; a statement that does
+not parse is suspicious. Any other string (including a `query` that is not SQL, like a search
+phrase) is checked for injection fragments only: a quote that breaks out into boolean logic,
+a comment or a stacked statement, `UNION SELECT`, time probes, dangerous functions.
+`classify_sql` serves the read-only-SQL constraint.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+from .api import ScanContext
+from .evidence import excerpt
+
+__all__ = ["SqlClass", "check_sql", "classify_sql", "normalize_sql"]
+
+NAME = "sql"
+SqlClass = Literal["read", "write", "ddl", "unknown"]
+MAX_PARSE_CHARS = 65_536
+"""Longer statements are not parsed (classified `unknown`), which keeps parsing cost bounded."""
+
+_SQL_START = frozenset(
+    {
+        "select", "with", "insert", "update", "delete", "merge", "create", "drop", "alter",
+        "truncate", "grant", "revoke", "replace", "exec", "execute", "call", "declare", "show",
+        "describe", "explain", "pragma", "set", "use", "begin", "values", "upsert", "copy", "load",
+        "rename", "comment", "analyze", "vacuum", "attach", "detach", "waitfor", "lock", "unlock",
+    }
+)  # fmt: skip
+_TIME_FUNCS = frozenset({"sleep", "pg_sleep", "benchmark", "pg_sleep_for", "pg_sleep_until", "randomblob"})
+_DANGEROUS_FUNCS = frozenset(
+    {
+        "load_file", "xp_cmdshell", "sp_oacreate", "sp_execute_external_script", "lo_import",
+        "lo_export", "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "extractvalue", "updatexml",
+        "utl_inaddr.get_host_address", "utl_http.request", "dbms_pipe.receive_message",
+        "dbms_lock.sleep", "load_extension", "sys_exec", "sys_eval",
+    }
+)  # fmt: skip
+_SYSTEM_CATALOGS = (
+    "information_schema", "mysql.user", "pg_catalog", "pg_shadow", "pg_user", "pg_authid",
+    "sqlite_master", "sqlite_schema", "sys.", "sysobjects", "syscolumns", "sysusers", "master..",
+    "all_tables", "all_users", "user_tables", "dba_users", "user$", "msysobjects",
+)  # fmt: skip
+
+# Fragments over `normalize_sql` output (lowercase, comments blanked, whitespace collapsed).
+# Every quantifier is bounded and no group repeats another quantified group: linear time.
+_OPERAND = r"(?:'[^']{0,40}'|\"[^\"]{0,40}\"|[\w.@]{1,40}|\(\s?'[^']{0,40}')"
+_FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("union_select", "UNION SELECT extraction", re.compile(r"\bunion(?: all| distinct)? ?\(? ?select\b")),
+    (
+        "time_probe",
+        "time-based probe",
+        re.compile(
+            r"\b(?:sleep|pg_sleep|benchmark)\( ?[\d'\"(]|\bwaitfor (?:delay|time) ?['\"]|\bdbms_lock\.sleep\b"
+            r"|\bdbms_pipe\.receive_message\b|\brandomblob\( ?\d{6}"
+        ),
+    ),
+    (
+        "tautology",
+        "quote breaks out into boolean logic",
+        re.compile(
+            r"['\"`]\)? ?(?:or|and|xor|\|\||&&)\b ?(?:\( ?){0,3}(?:" + _OPERAND + r" ?(?:\) ?){0,3}(?:=|<>|!=|<=?|>=?|\blike\b|\bis\b|\bin ?\(|[-+*/^&|%] ?['\"])"
+            r"|true\b|false\b|not\b ?[\d'(]|\d+ ?(?:--|#|/\*|;|$)|(?:sleep|benchmark|pg_sleep)\(|exists ?\(|\( ?select\b)"
+        ),
+    ),
+    (
+        "tautology",
+        "constant comparison after AND/OR",
+        re.compile(r"\b(?:or|and)\b ?\(? ?(?:(\d{1,12}) ?(?:=|<>|!=|<|>) ?\(? ?\d{1,12}|'(\w{0,20})' ?= ?'\w{0,20}'?|\( ?select\b)"),
+    ),
+    ("comment_after_quote", "quote closed and the rest commented out", re.compile(r"['\"`]\)* ?(?:= ?\d{0,6} ?)?(?:--|#|/\*|;\x00)[^\n]{0,4}$")),
+    (
+        "stacked_statements",
+        "stacked statement after a quote or semicolon",
+        re.compile(
+            r"(?:['\"`)] ?;|; ?(?=(?:drop|truncate|shutdown|declare|exec|execute|insert|delete|update|create|alter|grant|select|waitfor)\b))"
+            r" ?(?:drop (?:table|database|schema|user|view|index|procedure|function)\b|truncate\b|shutdown\b"
+            r"|declare @|exec(?:ute)?\b|insert into\b|delete from\b|update [\w.\"`\[\]]{1,60} set\b"
+            r"|create (?:table|user|login|database|procedure|function)\b|alter (?:table|user|login|database)\b"
+            r"|grant\b|select\b|waitfor\b)"
+        ),
+    ),
+    (
+        "quote_clause",
+        "quote closed and a SQL clause appended",
+        re.compile(
+            r"['\"`]\)* ?(?:(?:order|group) by \d|having \d|union\b|procedure analyse|into (?:out|dump)file\b"
+            r"|(?:create|drop|alter) (?:user|table|database|function|procedure)\b|(?:and|or) \d{1,12} ?[=<>]|(?:and|or) (?:select|sleep|benchmark|extractvalue|updatexml|convert|cast|ascii|substring|mid|char|exists|\(select)\b)"
+        ),
+    ),
+    (
+        "leading_clause",
+        "value starts with a SQL clause that extends the surrounding query",
+        re.compile(
+            r"^[\s'\"`)]{0,6}(?:(?:and|or|xor|&&|\|\|) ?\(? ?(?:\d{1,12} ?(?:[=<>!]|--|#|/\*|$)|true\b|false\b"
+            r"|['\"]|\w{1,30} ?= ?\w{1,30}\b|\w{1,30}\(|@@|\(? ?select\b)|order by \d|group by \w{1,30} having\b"
+            r"|having \d|union\b|procedure analyse|limit \d{1,9} ?(?:,|--|#|$)|like '%)"
+        ),
+    ),
+    (
+        "char_concat",
+        "string built from character codes",
+        re.compile(r"['\"] ?\|\| ?['\"(\w]|\b(?:char|chr|nchar) ?\( ?\d{1,3} ?\) ?(?:\+|\|\||,) ?(?:char|chr|nchar) ?\(|\bconvert ?\( ?int ?,|\bcast ?\( ?\( ?chr\("),
+    ),
+    (
+        "boolean_probe",
+        "parenthesised constant comparison",
+        re.compile(r"\b(?:if|when|iif) ?\( ?\d{1,12} ?= ?\d{1,12} ?\)|\( ?\d{1,12} ?= ?\d{1,12} ?\)"),
+    ),
+    (
+        "dangerous_function",
+        "dangerous database function or system object",
+        re.compile(
+            r"\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
+            r"|dbms_\w{1,30}\.|extractvalue ?\(|updatexml ?\(|@@[a-z]|current_setting ?\(|pg_(?:group|roles|database|authid)\b"
+            r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b"
+            r"|lo_import ?\(|pg_read_file ?\(|load data (?:local )?infile\b|information_schema\.|sqlite_master\b"
+            r"|pg_shadow\b|mysql\.user\b|sys\.user\$|master\.\.sys|sysobjects\b|msysobjects\b)"
+        ),
+    ),
+)
+
+
+_QUOTE_LOOKALIKES = str.maketrans({"\u2032": "'", "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00b4": "'"})
+_PROBE_CHARS = frozenset("'\"`-+*/^&|%=<>()#;,.!~ \t")
+
+
+_NUMBER_QUOTE = re.compile(r"\d{1,10}['\"`\\]{1,2}\d{0,3}")
+
+
+def _quote_probe(text: str) -> bool:
+    """`'^'`, `"*"`, `' or "`: a short value of quotes and operators, probing for a syntax error."""
+    t = text.strip()
+    if not 1 <= len(t) <= 12 or not any(q in t for q in "'\"`\\"):
+        return False
+    if t in ("'", '"', "`", "\\") or _NUMBER_QUOTE.fullmatch(t) is not None:
+        return True
+    rest = t.lower().replace(" or ", " ").replace(" and ", " ").replace("or", "")
+    return len(t) >= 2 and all(c in _PROBE_CHARS for c in rest)
+
+
+def normalize_sql(text: str) -> str:
+    """Lowercase; `/* */` comments become a space except MySQL `/*! */` whose content executes;
+    whitespace runs become one space. Linear."""
+    lowered = text.lower().translate(_QUOTE_LOOKALIKES)
+    if "/*" in lowered:
+        out: list[str] = []
+        i = 0
+        while True:
+            j = lowered.find("/*", i)
+            if j == -1:
+                out.append(lowered[i:])
+                break
+            out.append(lowered[i:j])
+            k = lowered.find("*/", j + 2)
+            inner = lowered[j + 2 : k if k != -1 else len(lowered)]
+            if inner.startswith("!"):
+                out.append(" " + inner[1:].lstrip("0123456789") + " ")
+            else:
+                out.append(" /* " if k == -1 else " ")
+            if k == -1:
+                break
+            i = k + 2
+        lowered = "".join(out)
+    return " ".join(lowered.split())
+
+
+def _parse(text: str) -> list[exp.Expr] | None:
+    if len(text) > MAX_PARSE_CHARS:
+        return None
+    try:
+        parsed = sqlglot.parse(text)
+    except (SqlglotError, ValueError, RecursionError, KeyError, IndexError, AttributeError, TypeError):
+        # sqlglot raises more than its own errors on hostile input; unparsable is the answer.
+        return None
+    return [e for e in parsed if e is not None]
+
+
+def classify_sql(text: str) -> SqlClass:
+    """`read` when every statement only reads (SELECT, set operations of SELECTs, SHOW, DESCRIBE,
+    EXPLAIN), `ddl` when any statement changes schema or privileges, `write` when any other
+    statement modifies data (including `SELECT ... INTO`), `unknown` when it does not parse."""
+    statements = _parse(text)
+    if not statements:
+        return "unknown"
+    result: SqlClass = "read"
+    for s in statements:
+        if isinstance(s, exp.Create | exp.Drop | exp.Alter | exp.TruncateTable | exp.Grant | exp.Revoke):
+            return "ddl"
+        if isinstance(s, exp.Insert | exp.Update | exp.Delete | exp.Merge | exp.Copy | exp.LoadData):
+            result = "write"
+        elif isinstance(s, exp.Query | exp.Describe | exp.Show):
+            if s.find(exp.Into) is not None or any(isinstance(n, exp.Insert | exp.Update | exp.Delete | exp.Merge) for n in s.walk()):
+                result = "write"
+        else:
+            return "unknown" if result == "read" else result
+    return result
+
+
+def _constant_true(node: exp.Expr) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Literal):
+        return not node.is_string and node.this not in ("0", "0.0")
+    if isinstance(node, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.Like | exp.Is):
+        left, right = node.left, node.right
+        return isinstance(left, exp.Literal | exp.Null | exp.Boolean) and isinstance(right, exp.Literal | exp.Null | exp.Boolean)
+    return False
+
+
+def _function_names(statement: exp.Expr) -> set[str]:
+    names: set[str] = set()
+    for f in statement.find_all(exp.Func):
+        name = f.name if isinstance(f, exp.Anonymous) else f.sql_name()
+        names.add(str(name).lower())
+    return names
+
+
+def _structural(statements: Sequence[exp.Expr], add: _Add, form: str) -> None:
+    if len(statements) > 1:
+        add("stacked_statements", f"{len(statements)} statements in one argument", form)
+    for s in statements:
+        for o in s.find_all(exp.Or):
+            if _constant_true(o.left) or _constant_true(o.right):
+                add("tautology", "OR with an always-true operand", form)
+        names = _function_names(s)
+        if names & _TIME_FUNCS:
+            add("time_probe", f"time-based probe {sorted(names & _TIME_FUNCS)[0]}()", form)
+        if names & _DANGEROUS_FUNCS:
+            add("dangerous_function", f"dangerous function {sorted(names & _DANGEROUS_FUNCS)[0]}()", form)
+        for u in s.find_all(exp.Union):
+            right = u.expression
+            if isinstance(right, exp.Select) and right.expressions and all(
+                isinstance(e, exp.Literal | exp.Null) for e in right.expressions
+            ):
+                add("union_select", "UNION SELECT of constants (column probing)", form)
+        for t in s.find_all(exp.Table):
+            qualified = ".".join(p for p in (t.catalog, t.db, t.name) if p).lower()
+            if any(c.rstrip(".") in qualified for c in _SYSTEM_CATALOGS if c != "sys."):
+                add("system_catalog", f"reads system catalog {qualified}", form)
+
+
+class _Add:
+    def __init__(self, pointer: str) -> None:
+        self.pointer = pointer
+        self.found: dict[str, Finding] = {}
+
+    def __call__(self, kind: str, message: str, form: str, severity: Literal["low", "medium", "high"] = "high") -> None:
+        if kind not in self.found:
+            self.found[kind] = Finding(NAME, kind, self.pointer, message, excerpt(form), severity)
+
+
+def looks_like_sql(text: str) -> bool:
+    """Whether ``text`` starts like a SQL statement (first word is a statement keyword)."""
+    head = text.lstrip(" \t\r\n(;").split(None, 1)
+    return bool(head) and head[0].lower().rstrip("(;") in _SQL_START
+
+
+def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """SQL findings for one argument value given its decoded forms (raw first)."""
+    del ctx
+    add = _Add(pointer)
+    for form in forms:
+        norm = normalize_sql(form)
+        if kind == "query" and looks_like_sql(form):
+            statements = _parse(form)
+            if (statements is None or not statements) and any(c in form for c in "=(;*"):
+                # Only statement-shaped text counts: "With You" starts with a keyword but is a title.
+                add("unparsable", "query does not parse as SQL", form, "medium")
+            elif statements:
+                _structural(statements, add, form)
+            if re.search(r"[a-z]/\*[^*]{0,40}\*/[a-z]", form.lower()):
+                add("comment_obfuscation", "comment inside a keyword", form)
+            for k, message, pattern in _FRAGMENTS:
+                if k in ("union_select", "tautology", "quote_clause"):
+                    continue  # judged structurally above; these regexes misfire on well-formed SQL
+                if pattern.search(norm) is not None:
+                    add(k, message, form)
+            continue
+        if "\x00" in form and len(form) < 256:
+            add("nul_byte", "NUL byte", form)
+        if not any(c in norm for c in "'\"`;()=<>@#-_%") and "select" not in norm and not norm.startswith(("and ", "or ", "order ", "having ", "group ", "union ", "limit ", "like ")):
+            continue
+        if _quote_probe(form):
+            add("quote_probe", "quotes and operators only (syntax probe)", form)
+        for k, message, pattern in _FRAGMENTS:
+            if k not in add.found and pattern.search(norm) is not None:
+                add(k, message, form)
+    return list(add.found.values())

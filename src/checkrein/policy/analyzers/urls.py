@@ -1,0 +1,196 @@
+"""`urls`: server-side request forgery. Internal hosts in every spelling, credentials in URLs,
+non-HTTP schemes, hosts outside `ctx.allowed_hosts`, and (with a resolver) names that resolve to
+internal addresses.
+
+URLs are parsed by hand, leniently, and every host a plausible parser could pick is checked: the
+RFC 3986 authority (after the last `@`) and the WHATWG one (backslash ends the authority), so parser
+differentials (`http://a\\@b/`) cannot hide a host. Nothing is fetched.
+
+A `url` argument gets every check. Other strings only get high-confidence ones: dangerous schemes,
+metadata hosts, obfuscated IPs and internal-IP DNS names anywhere; internal hosts when the whole
+value is one URL (prose that mentions `http://localhost:3000` stays clean).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.decision import Finding
+
+from .api import ScanContext
+from .evidence import excerpt
+from .hosts import HostVerdict, classify_host, classify_ip, parse_ipv4_lenient
+
+__all__ = ["check_url", "host_allowed", "url_hosts"]
+
+NAME = "urls"
+
+_WEB_SCHEMES = frozenset({"http", "https"})
+# Schemes whose only use in a fetched URL is to talk raw protocols to internal services or read files.
+_DANGEROUS_SCHEMES = frozenset(
+    {
+        "file", "gopher", "dict", "ldap", "ldaps", "ldapi", "sftp", "tftp", "ftp", "ftps", "jar",
+        "netdoc", "php", "phar", "expect", "glob", "zip", "smb", "telnet", "ssh", "scp", "rtsp",
+        "jdbc", "redis", "mysql", "postgres", "postgresql", "mongodb", "memcached", "imap", "pop3",
+        "smtp", "data", "ws", "wss", "vnc", "rmi", "iiop", "nfs", "afp",
+    }
+)  # fmt: skip
+_METADATA_LITERALS = ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254", "metadata.google.internal")
+_URL_TOKEN = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}:/{0,3}[^\s\"'<>`]+")
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]{0,30}):")
+
+
+def _strip_port(hostport: str) -> str:
+    if hostport.startswith("["):
+        close = hostport.find("]")
+        return hostport[: close + 1] if close != -1 else hostport
+    return hostport.split(":", 1)[0]
+
+
+def url_hosts(url: str) -> tuple[str, list[str], bool]:
+    """(scheme, candidate hosts, has_password) for one URL-ish string. Scheme is lowercased or ''.
+
+    A scheme-less value is read as a host (`127.0.0.1`, `10.0.0.1.nip.io:80/x`) unless it starts
+    with a single `/` (a relative reference).
+    """
+    s = url.strip()
+    m = _SCHEME.match(s)
+    scheme = ""
+    rest = s
+    if m is not None and not (len(m.group(1)) == 1 and s[2:3] in ("\\", "/")):
+        scheme = m.group(1).lower()
+        rest = s[m.end() :]
+    if scheme and scheme not in _WEB_SCHEMES and not rest.startswith(("//", "\\\\")):
+        if scheme in ("jar", "netdoc"):
+            return scheme, url_hosts(rest.split("!", 1)[0])[1], False
+        # `mailto:x`, `urn:x`, `localhost:8080` (a host with a port, not a scheme).
+        if rest[:1].isdigit() and scheme not in _DANGEROUS_SCHEMES:
+            return "", [scheme], False
+        return scheme, [], False
+    if not scheme and rest.startswith("/") and not rest.startswith("//"):
+        return "", [], False
+    # Special schemes accept any run of slashes and backslashes before the authority.
+    rest = rest.lstrip("/\\")
+    rfc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    whatwg = re.split(r"[/?#\\]", rest, maxsplit=1)[0]
+    hosts: list[str] = []
+    has_password = False
+    for auth in (rfc, whatwg):
+        if "@" in auth:
+            userinfo, _, hostport = auth.rpartition("@")
+            if ":" in userinfo.split("@")[-1] and userinfo.split(":", 1)[1]:
+                has_password = True
+            hosts.append(_strip_port(hostport))
+            hosts.append(_strip_port(userinfo.split("@", 1)[0].split(":", 1)[0]))
+        else:
+            hosts.append(_strip_port(auth))
+    seen: list[str] = []
+    for h in hosts:
+        h = h.strip().lower().rstrip("\\")
+        if h and h not in seen:
+            seen.append(h)
+    return scheme, seen, has_password
+
+
+def host_allowed(host: str, allowed: Sequence[str]) -> bool:
+    """Exact match, or a `*.example.com` entry matching any subdomain (not the apex)."""
+    h = host.rstrip(".").lower()
+    for a in allowed:
+        a = a.lower()
+        if a.startswith("*."):
+            if h.endswith(a[1:]) and len(h) > len(a) - 1:
+                return True
+        elif h == a:
+            return True
+    return False
+
+
+def _resolve(host: str, ctx: ScanContext) -> HostVerdict | None:
+    if ctx.resolver is None or host.startswith("[") or parse_ipv4_lenient(host) is not None:
+        return None
+    import ipaddress
+
+    try:
+        addresses = list(ctx.resolver(host))
+    except Exception as exc:  # noqa: BLE001 - fail closed: an unresolvable host is a finding, not a pass
+        return HostVerdict("resolution_failed", f"could not resolve {host}: {type(exc).__name__}")
+    for a in addresses:
+        try:
+            ip = ipaddress.ip_address(a.split("%", 1)[0])
+        except ValueError:
+            return HostVerdict("resolution_failed", f"resolver returned a non-address for {host}")
+        verdict = classify_ip(ip)
+        if verdict is not None:
+            return HostVerdict("resolves_internal", f"{host} resolves to {verdict.message}")
+    return None
+
+
+def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """URL findings for one argument value given its decoded forms (raw first)."""
+    strict = kind == "url"
+    found: dict[str, Finding] = {}
+
+    def add(k: str, message: str, form: str, severity: str = "high") -> None:
+        if k not in found:
+            found[k] = Finding(NAME, k, pointer, message, excerpt(form), "high" if severity == "high" else "medium")
+
+    def check_one(url: str, form: str, whole: bool, depth: int) -> None:
+        scheme, hosts, has_password = url_hosts(url)
+        if scheme and scheme not in _WEB_SCHEMES and (strict or scheme in _DANGEROUS_SCHEMES):
+            add("scheme", f"non-HTTP scheme {scheme}:", form)
+        if has_password:
+            add("credentials", "credentials embedded in the URL", form)
+        for host in hosts:
+            verdict = classify_host(host)
+            if verdict is not None:
+                high_confidence = verdict.obfuscated or verdict.kind in (
+                    "metadata",
+                    "embedded_private_ip",
+                    "dns_rebinding_service",
+                )
+                if strict or whole or high_confidence:
+                    add(verdict.kind, verdict.message, form)
+                    if verdict.obfuscated:
+                        add("obfuscated_ip", f"IP address in a non-canonical form ({host})", form)
+                continue
+            if strict:
+                if "." not in host and ":" not in host and not host.startswith("["):
+                    # A single-label name only resolves through local search domains (`http://redis/`).
+                    add("internal_name", f"single-label host name {host} (resolves only on the local network)", form)
+                if ctx.allowed_hosts and not host_allowed(host, ctx.allowed_hosts):
+                    add("host_not_allowed", f"host {host} is not in the allowed hosts", form)
+                resolved = _resolve(host, ctx)
+                if resolved is not None:
+                    add(resolved.kind, resolved.message, form)
+        if depth == 0 and "://" in url[8:]:
+            # URLs carried inside the URL (open redirects, proxies): the inner target matters too.
+            for m in _URL_TOKEN.finditer(url, 8):
+                if "://" in m.group(0):
+                    check_one(m.group(0), form, whole, 1)
+
+    for form in forms:
+        value = form.strip()
+        if not value:
+            continue
+        compact = not any(c.isspace() for c in value)
+        if strict and compact:
+            check_one(value, form, True, 0)
+            if any(ip in value for ip in _METADATA_LITERALS):
+                add("metadata", "cloud metadata address inside the URL (redirector or proxy target)", form)
+            continue
+        if "://" not in value and ":" not in value and not compact:
+            continue
+        for m in _URL_TOKEN.finditer(value):
+            token = m.group(0)
+            if "://" not in token and not token.lower().startswith(("jar:", "netdoc:", "http:", "https:")):
+                continue
+            check_one(token, form, compact and m.start() == 0 and m.end() == len(value), 0)
+        if compact and not strict and "://" not in value:
+            # A bare host as the whole value: only metadata and internal-IP DNS names are certain.
+            for host in url_hosts(value)[1][:1]:
+                verdict = classify_host(host)
+                if verdict is not None and verdict.kind in ("metadata", "embedded_private_ip", "dns_rebinding_service"):
+                    add(verdict.kind, verdict.message, form)
+    return list(found.values())

@@ -1,0 +1,117 @@
+"""Signals about how an instruction is carried rather than what it says.
+
+Hidden regions (HTML comments, CSS-hidden elements), links that smuggle data out in their query
+string, and imperative directives to move data to an outside party. Each returns `Signal`s; the
+hidden regions are also handed back so the detector can score their content with more weight.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Signal", "action_signals", "exfil_link_signals", "hidden_regions"]
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    kind: str
+    weight: float
+    pos: int
+    evidence: str
+
+
+_COMMENT_RE = re.compile(r"<!--(.{0,4000}?)-->", re.S)
+_CSS_HIDDEN_RE = re.compile(
+    r"<(\w{1,10})[^>]{0,300}?style\s*=\s*[\"'][^\"']{0,300}?(?:display\s*:\s*none|visibility\s*:\s*hidden|"
+    r"font-size\s*:\s*0(?:px|pt|em)?\s*[;\"']|opacity\s*:\s*0(?:\.0+)?\s*[;\"']|color\s*:\s*(?:white|#fff\b|#ffffff|"
+    r"transparent)|height\s*:\s*0|width\s*:\s*0|left\s*:\s*-\d{3,})[^>]{0,300}>(.{0,4000}?)</\1>",
+    re.S,
+)
+_HIDDEN_ATTR_RE = re.compile(
+    r"<(\w{1,10})[^>]{0,300}?\s(?:hidden|aria-hidden=[\"']true[\"'])[^>]{0,300}>(.{0,4000}?)</\1>", re.S
+)
+
+
+def hidden_regions(text: str) -> list[tuple[int, str]]:
+    """(position, inner text) of HTML comments and elements hidden by CSS or the ``hidden`` attribute."""
+    out: list[tuple[int, str]] = []
+    if "<!--" in text:
+        out.extend((m.start(), m.group(1)) for m in _COMMENT_RE.finditer(text))
+    if "style" in text and "<" in text:
+        out.extend((m.start(), m.group(2)) for m in _CSS_HIDDEN_RE.finditer(text))
+    if "hidden" in text and "<" in text:
+        out.extend((m.start(), m.group(2)) for m in _HIDDEN_ATTR_RE.finditer(text))
+    return out
+
+
+_MD_IMAGE_RE = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^\s)>]{1,2000})")
+_HTML_IMAGE_RE = re.compile(r"<img\s[^>]{0,500}?src\s*=\s*[\"']?((?:https?:)?//[^\s\"'>]{1,2000})")
+_MD_LINK_RE = re.compile(r"(?<!!)\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^\s)>]{1,2000})")
+# Placeholders an attacker asks the model to fill in: {data}, [SECRET], $VAR, <history>, %7Bx%7D
+_PLACEHOLDER_RE = re.compile(
+    r"\{[^{}\s]{1,60}\}|\[[a-z_ ]{2,40}\]|\$\{?[a-z_][a-z0-9_]{1,40}|<[a-z_ ]{2,40}>|%7b[^%\s]{1,60}%7d|"
+    r"\b(?:insert|replace|your|the|user'?s?)[_ -]?(?:data|secret|password|history|conversation|summary|"
+    r"email|info|information|key|token|code|message|content)s?\b"
+)
+_DATA_WORDS_RE = re.compile(
+    r"(?:append|add|include|put|insert|encode|attach|embed|concatenate)\w*\s.{0,120}?\s(?:to|in|into|as)\s"
+    r"(?:the\s|this\s)?(?:url|link|query|query\sstring|parameter|image\s(?:url|link)|address)",
+    re.S,
+)
+
+
+def exfil_link_signals(text: str) -> list[Signal]:
+    """Images (fetched automatically when rendered) and links whose URL carries data out."""
+    out: list[Signal] = []
+    if "](" in text or "<img" in text:
+        for regex, is_image in ((_MD_IMAGE_RE, True), (_HTML_IMAGE_RE, True), (_MD_LINK_RE, False)):
+            for m in regex.finditer(text):
+                url = m.group(1)
+                query = url.partition("?")[2]
+                if not query:
+                    continue
+                if _PLACEHOLDER_RE.search(query):
+                    out.append(Signal("exfil_link", 1.0 if is_image else 0.8, m.start(), url[:80]))
+                elif is_image:
+                    out.append(Signal("exfil_link", 0.4, m.start(), url[:80]))
+    if ("url" in text or "link" in text or "query" in text or "parameter" in text) and (
+        m2 := _DATA_WORDS_RE.search(text)
+    ):
+        out.append(Signal("exfil_link", 0.6, m2.start(), m2.group()[:80]))
+    return out
+
+
+_ACTION_RE = re.compile(
+    r"(?:^|[\n.!?:;]\s?|\b(?:please|now|then|first|also|and|immediately|quickly|todo:?)\s)"
+    r"(send|forward|email|e-mail|mail|transfer|wire|pay|post|upload|share|delete|remove|invite|grant|"
+    r"change|reset|update|book|reserve|create|add|schedule|publish|leak|exfiltrate|copy|concatenate|"
+    r"give|provide|move|make)\b(.{0,160})",
+)
+_EXTERNAL_RE = re.compile(
+    r"[\w.+-]+@[\w-]+\.[\w.-]+|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}\b|https?://\S+|\bwww\.\S+|"
+    r"\b[\w-]+\.(?:com|net|org|io|ru|cn|xyz|info|biz|co)\b"
+)
+_SENSITIVE_RE = re.compile(
+    r"password|passcode|security\scode|verification\scode|2fa|one[- ]time\scode|otp\b|api[\s_-]?key|"
+    r"secret|credential|credit\scard|card\snumber|cvv|ssn|social\ssecurity|private\skey|token|"
+    r"(?:all|every|the\sentire|the\scontents?\sof)\s(?:the\s|my\s|your\s|their\s)?(?:emails?|messages?|files?|"
+    r"documents?|contacts?|conversations?|chat\shistory|history|data|inbox|transactions?|channels?)"
+)
+
+
+def action_signals(text: str) -> list[Signal]:
+    """Imperatives that move data or money toward an outside address (weak alone: ordinary mail says
+    "please send the invoice to billing@...", so these count only next to other signals)."""
+    out: list[Signal] = []
+    for m in _ACTION_RE.finditer(text):
+        tail = m.group(2)
+        external = _EXTERNAL_RE.search(tail) is not None
+        sensitive = _SENSITIVE_RE.search(tail) is not None
+        if external and sensitive:
+            out.append(Signal("exfil_directive", 0.5, m.start(1), m.group()[:80].strip()))
+        elif external or sensitive:
+            out.append(Signal("action_directive", 0.25, m.start(1), m.group()[:80].strip()))
+        if len(out) >= 64:
+            break
+    return out

@@ -1,0 +1,223 @@
+"""`detect_injection`: prompt-injection signals in tool output, combined into one verdict.
+
+Contract: pure, total (never raises on any `str`), linear in the input. A text is flagged when the
+signals inside one window of `WINDOW` characters add up to `THRESHOLD` (each kind counts once per
+window, at its strongest). Strong signals (a fake system marker, "ignore your previous
+instructions" in any of several languages, text addressed to the AI) flag alone; weak ones
+(an imperative to send something to an outside address, urgency) only together, so ordinary mail
+that says "please send the invoice by Friday" is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from checkrein.policy.decision import Finding
+
+from .carriers import Signal, action_signals, exfil_link_signals, hidden_regions
+from .lexicon import (
+    EN_FORGET_VERBS,
+    EN_MODIFIERS,
+    EN_NEG_FOLLOW,
+    EN_NEGATIONS,
+    EN_NOUNS_MEDIUM,
+    EN_NOUNS_STRONG,
+    EN_NOUNS_WEAK,
+    EN_VERBS,
+    EN_WEAK_VERBS,
+    FOREIGN,
+)
+from .normalize import Views, normalize
+from .phrases import PHRASES
+
+__all__ = ["THRESHOLD", "WINDOW", "InjectionScan", "detect_injection", "scan_injection"]
+
+THRESHOLD = 1.0
+WINDOW = 1200
+ANALYZER = "injection"
+_MAX_EVIDENCE = 80
+_MAX_HITS_PER_PHRASE = 32
+_TOKEN_RE = re.compile(r"[\w']+")
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionScan:
+    """The detector's full view of one text: its score and the signals behind it."""
+
+    score: float
+    signals: tuple[Signal, ...]
+
+    @property
+    def flagged(self) -> bool:
+        return self.score >= THRESHOLD
+
+
+def _ignore_family(folded: str) -> list[Signal]:
+    """English "ignore/disregard/forget ... previous ... instructions", tolerant of one typo per word."""
+    out: list[Signal] = []
+    tokens = [(m.group(), m.start()) for m in _TOKEN_RE.finditer(folded)]
+    n = len(tokens)
+    for i, (tok, pos) in enumerate(tokens):
+        prev = tokens[i - 1][0] if i else ""
+        prev2 = tokens[i - 2][0] if i > 1 else ""
+        if tok in EN_VERBS:
+            if prev in EN_NEGATIONS or prev2 in EN_NEGATIONS and prev in {"to", "you", "ever"}:
+                continue  # "don't forget the instructions", "do not ignore the rules"
+            verb_w = 1.0
+        elif tok in EN_WEAK_VERBS:
+            verb_w = 0.7
+        elif tok in EN_NEG_FOLLOW and (prev in EN_NEGATIONS or prev in {"longer", "stop"}):
+            verb_w = 1.0
+        elif tok == "attention" and prev == "no" and prev2 == "pay":
+            verb_w = 1.0
+        else:
+            continue
+        modifier = False
+        best = 0.0
+        end = pos
+        for tok2, pos2 in tokens[i + 1 : min(n, i + 9)]:
+            if tok2 in EN_MODIFIERS:
+                modifier = True
+            noun_w = 0.0
+            if tok2 in EN_NOUNS_STRONG:
+                noun_w = 1.0
+            elif tok2 in EN_NOUNS_MEDIUM:
+                noun_w = 0.7
+            elif tok2 in EN_NOUNS_WEAK and modifier:
+                noun_w = 0.5
+            if noun_w:
+                w = verb_w * noun_w * (1.0 if modifier else 0.6)
+                if w > best:
+                    best, end = w, pos2 + len(tok2)
+            if tok2 in {"and", "but", "or", "then"} and not modifier:
+                break
+        if best == 0.0 and tok in EN_FORGET_VERBS and i + 2 < n:
+            # "forget everything above", "ignore all of the above", "disregard everything you were told"
+            nxt = " ".join(t for t, _ in tokens[i + 1 : i + 6])
+            if re.match(
+                r"(?:all|everything|anything)\b.{0,30}\b(?:above|before|prior|earlier|told|said|so far)", nxt
+            ):
+                best, end = 0.8, tokens[min(n - 1, i + 5)][1]
+        if best:
+            out.append(
+                Signal("ignore_instructions", best, pos, folded[pos : max(end, pos + 1)][:_MAX_EVIDENCE])
+            )
+            if len(out) >= _MAX_HITS_PER_PHRASE:
+                break
+    return out
+
+
+def _foreign_family(text: str) -> list[Signal]:
+    """The same family in other languages: a verb stem and a noun stem within a short window."""
+    out: list[Signal] = []
+    ascii_only = text.isascii()
+    for lang, verbs, nouns, negations in FOREIGN:
+        for verb in verbs:
+            if ascii_only and not verb.isascii():
+                continue
+            start = text.find(verb)
+            hits = 0
+            while start != -1 and hits < 8:
+                hits += 1
+                before = text[max(0, start - 12) : start]
+                negated = any(before.endswith(n) or before.endswith(n.strip()) for n in negations)
+                if lang == "de":
+                    negated = negated or "nicht" in text[start : start + len(verb) + 14]
+                lo, hi = max(0, start - 40), start + len(verb) + 60
+                window = text[lo:hi]
+                if not negated and any(n in window for n in nouns):
+                    out.append(Signal("ignore_instructions", 1.0, start, f"[{lang}] " + text[start:hi][:60]))
+                    break
+                start = text.find(verb, start + 1)
+    return out
+
+
+def _phrase_signals(views: Views) -> list[Signal]:
+    out: list[Signal] = []
+    for ph in PHRASES:
+        view = views.folded if ph.view == "folded" else views.text
+        if not any(n in view for n in ph.needles):
+            continue
+        for k, m in enumerate(ph.regex.finditer(view)):
+            out.append(Signal(ph.kind, ph.weight, m.start(), m.group()[:_MAX_EVIDENCE]))
+            if k + 1 >= _MAX_HITS_PER_PHRASE:
+                break
+    return out
+
+
+def _content_signals(views: Views) -> list[Signal]:
+    signals = _phrase_signals(views)
+    signals += _ignore_family(views.folded)
+    signals += _foreign_family(views.text)
+    signals += exfil_link_signals(views.text)
+    signals += action_signals(views.text)
+    return signals
+
+
+def _best_window(signals: list[Signal]) -> tuple[float, list[Signal]]:
+    """Highest score of any window of WINDOW characters; each kind counts once, at its strongest."""
+    ordered = sorted(signals, key=lambda s: s.pos)
+    best, best_set = 0.0, []
+    lo = 0
+    for hi in range(len(ordered)):
+        while ordered[hi].pos - ordered[lo].pos > WINDOW:
+            lo += 1
+        per_kind: dict[str, Signal] = {}
+        for s in ordered[lo : hi + 1]:
+            if s.kind not in per_kind or s.weight > per_kind[s.kind].weight:
+                per_kind[s.kind] = s
+        score = sum(s.weight for s in per_kind.values())
+        if score > best:
+            best, best_set = score, list(per_kind.values())
+    return best, best_set
+
+
+def scan_injection(text: str) -> InjectionScan:
+    """Score ``text`` and return every signal seen (flagged or not); `detect_injection` is the verdict."""
+    views = normalize(text)
+    signals = _content_signals(views)
+    hidden = views.hidden
+    if hidden.tag_text:
+        inner = _content_signals(normalize(hidden.tag_text))
+        signals.append(Signal("hidden_text", 1.0, 0, "unicode tag characters: " + hidden.tag_text[:40]))
+        signals += inner
+    if hidden.invisible_in_words >= 3:
+        signals.append(
+            Signal("hidden_text", 0.5, 0, f"{hidden.invisible_in_words} zero-width characters inside words")
+        )
+    if hidden.bidi:
+        signals.append(Signal("hidden_text", 0.3, 0, f"{hidden.bidi} bidirectional control characters"))
+    for pos, inner_text in hidden_regions(views.text):
+        inner = _content_signals(normalize(inner_text))
+        inner_score, _ = _best_window(inner)
+        if inner_score >= 0.25:
+            # An instruction someone took care to hide from the human reader.
+            signals.append(Signal("hidden_text", 0.5 + inner_score, pos, inner_text.strip()[:_MAX_EVIDENCE]))
+    score, _ = _best_window(signals)
+    return InjectionScan(score=score, signals=tuple(signals))
+
+
+def detect_injection(text: str) -> list[Finding]:
+    """Findings (analyzer ``injection``) when ``text`` reads as a prompt injection, else ``[]``.
+
+    Each finding has ``kind`` (`ignore_instructions`, `role_marker`, `turn_marker`,
+    `directive_to_model`, `tool_directive`, `hidden_text`, `exfil_link`, `exfil_directive`,
+    `action_directive`, `urgency`), ``path`` ``""`` and a short evidence excerpt of the
+    normalized text. Only the signals of the strongest window are reported.
+    """
+    scan = scan_injection(text)
+    if not scan.flagged:
+        return []
+    _, window = _best_window(list(scan.signals))
+    return [
+        Finding(
+            analyzer=ANALYZER,
+            kind=s.kind,
+            path="",
+            message=f"prompt-injection signal {s.kind} (weight {s.weight:.2f}, score {scan.score:.2f})",
+            evidence=s.evidence,
+            severity="high" if s.weight >= THRESHOLD else "medium" if s.weight >= 0.5 else "low",
+        )
+        for s in sorted(window, key=lambda s: -s.weight)
+    ]

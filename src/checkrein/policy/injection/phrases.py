@@ -1,0 +1,377 @@
+"""Phrase signals: regexes behind cheap substring prefilters, each with a weight.
+
+A weight of 1.0 flags a text on its own; smaller weights only count together with other signals
+near them (see `checkrein.policy.injection.detect`). Every regex is bounded (no nested
+quantifiers, bounded gaps), so matching stays linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["PHRASES", "Phrase"]
+
+View = Literal["text", "folded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    kind: str
+    weight: float
+    needles: tuple[str, ...]
+    """Lowercase substrings of which at least one must occur before the regex runs."""
+    regex: re.Pattern[str]
+    view: View = "folded"
+
+
+def _p(kind: str, weight: float, needles: tuple[str, ...], pattern: str, view: View = "folded") -> Phrase:
+    return Phrase(kind, weight, needles, re.compile(pattern), view)
+
+
+_W = r"[\s,;:.!\-]+"  # separator between words
+_AI = (
+    r"(?:ai|a\.i\.|ai assistant|ai agent|ai model|assistant|language model|llm|large language model|"
+    r"chatbot|chat bot|gpt|chatgpt|gpt-?\d[\w.-]*|claude|gemini|llama|copilot|mistral|bot|agent|model|"
+    r"autonomous agent|email assistant|virtual assistant)"
+)
+_TASK = r"(?:task|request|job|assignment|query|question|instructions?|work|goal|mission|objective)"
+
+PHRASES: tuple[Phrase, ...] = (
+    # --- fake role / system / turn markers (matched on `text`, where "|" is still "|")
+    _p(
+        "role_marker",
+        1.0,
+        ("<|", "[inst]", "[/inst]", "<<sys>>", "<start_of_turn>", "<end_of_turn>"),
+        r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|"
+        r"begin_of_text|end|im_sep|tool|ipython)\|>|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>",
+        "text",
+    ),
+    _p(
+        "role_marker",
+        1.0,
+        ("system_message", "system message", "system prompt", "[system", "(system", "{system"),
+        r"#{1,6}\s*\(?\s*system[_ ](?:message|prompt|instructions?|override|note)\s*\)?|"
+        r"[\[({]\s*(?:system|sys|admin|administrator|developer|root|system[_ ]message|system[_ ]prompt|"
+        r"system[_ ]override|system[_ ]instruction)\s*[\])}]\s*:?",
+        "text",
+    ),
+    _p(
+        "role_marker",
+        1.0,
+        ("</", "<tool", "<function", "<system", "<instruction", "<admin", "<assistant"),
+        r"</(?:tool_result|tool_response|tool_output|function_results?|function_response|search_results?|"
+        r"tool_call_result|user_query|context|untrusted_data|external_data|data)>|"
+        r"<(?:system|system_prompt|system_message|instructions?|admin|assistant|new_instructions)>",
+        "text",
+    ),
+    _p(
+        "role_marker",
+        0.6,
+        ("###", "instruction", "response:"),
+        r"(?:^|\n)\s*#{2,4}\s*(?:instruction|system|new instruction|task|response)s?\s*:?\s*(?:\n|$)",
+        "text",
+    ),
+    _p(
+        "role_marker",
+        0.6,
+        (
+            "<information>",
+            "<important",
+            "<instruction",
+            "<admin",
+            "<note",
+            "<secret",
+            "<hidden",
+            "<urgent",
+            "<message",
+            "<task",
+            "<override",
+        ),
+        r"<(?:information|important|important_instructions|instructions?|admin|note_to_(?:ai|assistant|model)|"
+        r"secret|hidden|urgent|message|task|override)>",
+        "text",
+    ),  # fmt: skip
+    _p("role_marker", 0.6, ("system:",), r"(?:^|\n)\s*(?:\*\*)?system(?:\*\*)?\s*:\s*\S", "text"),
+    _p(
+        "turn_marker",
+        0.5,
+        ("human:", "user:"),
+        r"(?:^|\n)\s*(?:\*\*)?(?:human|user)(?:\*\*)?\s*:\s*\S",
+        "text",
+    ),
+    _p(
+        "turn_marker",
+        0.5,
+        ("assistant:", "ai:"),
+        r"(?:^|\n)\s*(?:\*\*)?(?:assistant|ai)(?:\*\*)?\s*:\s*\S",
+        "text",
+    ),
+    # --- text addressed to the model
+    _p(
+        "directive_to_model",
+        0.9,
+        ("to you", "for you"),
+        rf"(?:to|for) you{_W}(?:the |my |our |dear )?{_AI}\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.7,
+        ("message from", "instruction from", "note from", "request from", "notice from"),
+        r"(?:important|urgent|critical|new|special|private|secret|priority)\s(?:message|instruction|note|notice|"
+        r"request|update)s?\sfrom\s(?:me|the user|your user|your owner|your developer|your creator|the admin|"
+        r"the developer|the system|openai|anthropic)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        ("before you",),
+        rf"before\syou\s(?:can\s|could\s|start\s|begin\s|continue\s|proceed\s|are able to\s)?(?:to\s)?"
+        rf"(?:solve|complete|do|continue|start|finish|answer|proceed|perform|carry out|work on|respond|reply|"
+        rf"summari[sz]e|handle|execute|address|tackle|return|fulfil|fulfill)\w*\s(?:with\s)?(?:the|your|this|my|"
+        rf"that|any|the original|the user'?s?)\s(?:\w+\s)?{_TASK}",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        ("gave you", "given you", "asked you", "assigned you", "assigned to you", "given to you"),
+        rf"{_TASK}\s(?:that\s|which\s)?(?:i|the user|they|he|she|your user)\s(?:have\s|had\s)?"
+        r"(?:gave|given|asked|assigned)(?:\sto)?\syou",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        ("if you are", "if you're"),
+        r"if\syou(?:\sare|'re)\s(?:an?\s|the\s)?(?:ai|a\.i\.|llm|language model|chatbot|bot|automated|"
+        r"assistant|ai assistant|agent|model|gpt|claude|gemini|large language model|machine)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        ("reading this", "processing this", "who reads", "that reads", "any ai", "all ai"),
+        rf"(?:{_AI}s?\s(?:reading|processing|parsing|summari[sz]ing|analy[sz]ing)\sthis|"
+        rf"(?:any|all|every)\s(?:ai|llm|language model|assistant|agent|model|bot)s?\s(?:that|which|who)\s"
+        rf"(?:reads?|process(?:es)?|sees?|parses?))",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        (
+            "dear",
+            "hey",
+            "hi ",
+            "hello",
+            "attention",
+            "note to",
+            "note for",
+            "message to",
+            "message for",
+            "instructions for",
+            "calling",
+        ),
+        r"(?:dear|hey|hi|hello|attention|note\sto|note\sfor|message\sto|message\sfor|instructions?\sfor|"
+        r"calling)\s(?:the\s|all\s|any\s|my\s)?(?:ai|a\.i\.|ai assistant|ai agent|language model|llm|chatbot|"
+        r"assistant|gpt|chatgpt|claude|gemini|copilot|llama)s?\b(?!\s(?:manager|director|professor|principal|"
+        r"editor|coach|researcher|engineer|team))",
+    ),  # fmt: skip
+    _p(
+        "directive_to_model",
+        0.8,
+        (
+            "your new",
+            "your real",
+            "your true",
+            "your actual",
+            "your updated",
+            "your revised",
+            "your only",
+            "your primary",
+            "your sole",
+            "your next",
+            "your current",
+        ),
+        r"your\s(?:new|real|true|actual|updated|revised|only|primary|sole|next|current)\s"
+        r"(?:task|instructions?|goal|objective|mission|directive|priority|orders|purpose|prompt)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        ("instruction", "directive", "order"),
+        r"(?:new|updated|revised|additional|overriding|override|secret|hidden|real|true|actual|urgent|"
+        r"important|following|emergency|priority)\s(?:instructions?|directives?|orders)\s*(?::|!|-|\n|follow)",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        (
+            "you are now",
+            "you're now",
+            "from now on",
+            "you are no longer",
+            "you're no longer",
+            "you will now",
+            "you must now",
+            "you should now",
+            "you shall now",
+            "you now",
+        ),
+        r"(?:you\sare\snow|you're\snow|you\s(?:will|must|should|shall)\snow|from\snow\son,?\syou|"
+        r"you\sare\sno\slonger|you're\sno\slonger|you\snow\s(?:have|are|must|need))\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        (
+            "do not tell",
+            "don't tell",
+            "do not inform",
+            "don't inform",
+            "do not mention",
+            "don't mention",
+            "without telling",
+            "without informing",
+            "without notifying",
+            "without asking",
+            "without alerting",
+            "do not reveal",
+            "don't reveal",
+            "do not notify",
+            "don't notify",
+            "do not let",
+            "don't let",
+            "do not alert",
+            "never tell",
+            "never mention",
+            "never reveal",
+            "keep this",
+        ),
+        r"(?:(?:do\snot|don't|never)\s(?:tell|inform|mention|reveal|notify|let|alert|show|disclose)|"
+        r"without\s(?:telling|informing|notifying|asking|alerting|letting|consulting|confirming\swith)|"
+        r"keep\sthis\s(?:secret|hidden|confidential)\sfrom)\s(?:this\sto\s|it\sto\s|anything\sto\s)?"
+        r"(?:the\s|your\s)?(?:user|human|operator|owner|requester)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        (
+            "do not mention",
+            "don't mention",
+            "do not reveal",
+            "don't reveal",
+            "never mention",
+            "never reveal",
+            "do not disclose",
+            "don't disclose",
+        ),
+        r"(?:do\snot|don't|never)\s(?:mention|reveal|disclose|acknowledge|repeat|explain)\s(?:this|these|the|"
+        r"that)\s(?:instructions?|message|note|step|steps|request|directive|injection|text)",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        (
+            "system prompt",
+            "initial prompt",
+            "hidden prompt",
+            "original prompt",
+            "system instructions",
+            "developer message",
+            "system message",
+        ),
+        r"(?:reveal|print|output|show|repeat|leak|disclose|display|return|echo|send|write\sout|tell\sme)\s"
+        r"(?:me\s)?(?:your|the|its|all)\s(?:full\s|entire\s|exact\s|complete\s)?(?:system\sprompt|initial\s"
+        r"prompt|hidden\sprompt|original\sprompt|system\sinstructions|developer\smessage|system\smessage)",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        ("adhere", "comply", "obey", "follow"),
+        r"(?:strictly|immediately|exactly|carefully|only|must|silently|secretly)\s(?:adhere|comply|obey|follow)"
+        r"(?:\sto|\swith)?\s(?:the\s|these\s|this\s|my\s)?(?:following|instructions?|directives?|below|"
+        r"new|command|order)",
+    ),
+    _p(
+        "directive_to_model",
+        0.7,
+        (
+            "jailbreak",
+            "developer mode",
+            "dan mode",
+            "do anything now",
+            "god mode",
+            "unrestricted mode",
+            "no restrictions",
+            "without restrictions",
+            "without any restrictions",
+        ),
+        r"jailbreak|developer\smode|dan\smode|do\sanything\snow|god\smode|unrestricted\smode|"
+        r"(?:with\s)?no\s(?:restrictions|filters|limitations|guidelines)|without\s(?:any\s)?"
+        r"(?:restrictions|filters|limitations|guidelines)",
+    ),
+    _p(
+        "directive_to_model",
+        0.5,
+        ("as an ai", "as a language model", "as an assistant", "as an llm", "as a large language"),
+        r"as\s(?:an\sai|a\slanguage\smodel|an\sai\slanguage\smodel|an\sassistant|an\sllm|a\slarge\slanguage\s"
+        r"model)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.5,
+        ("pretend", "act as", "roleplay", "role-play", "role play", "play the role", "simulate"),
+        r"(?:pretend\s(?:to\sbe|you\sare|that\syou)|act\sas\s(?:if\syou|though\syou|an?\s(?:unrestricted|"
+        r"unfiltered|evil|malicious|different))|(?:roleplay|role-play|role\splay)\sas|play\sthe\srole\sof|"
+        r"simulate\s(?:being|an?\s))",
+    ),
+    _p(
+        "directive_to_model",
+        0.4,
+        ("instead", "rather than"),
+        rf"(?:instead\sof|rather\sthan)\s(?:doing\s|answering\s|completing\s|solving\s|following\s)?"
+        rf"(?:the|your|my|the\suser'?s?)\s(?:original\s|current\s|initial\s|previous\s|actual\s|given\s)?"
+        rf"{_TASK}",
+    ),
+    _p(
+        "directive_to_model",
+        0.3,
+        ("instead",),
+        r"\s(?:do|perform|complete|execute)\s.{1,300}?\sinstead\s*[.!]",
+    ),
+    _p(
+        "directive_to_model",
+        0.3,
+        ("after you", "once you"),
+        r"(?:after|once)\syou(?:'ve|\shave)?\s(?:do|did|done|complete|completed|finish|finished)\s(?:that|this|it)",
+    ),
+    # --- tool-use directives
+    _p(
+        "tool_directive",
+        0.7,
+        (
+            "the tool",
+            "the function",
+            "tool `",
+            "function `",
+            "following arguments",
+            "with the arguments",
+            "with arguments",
+        ),
+        r"(?:(?:use|call|invoke|run|execute|trigger)\s(?:the\s)?(?:tool|function|api|action)\s[`'\"]?[\w.-]+|"
+        r"(?:use|call|invoke|run|execute)\s`[\w.-]+`|with\sthe\s(?:following\s)?arguments?\s*[:{(`])",
+    ),
+    # --- urgency and pressure
+    _p(
+        "urgency",
+        0.3,
+        ("important", "urgent", "attention", "warning", "critical", "alert"),
+        r"(?:important|urgent|attention|warning|critical|alert|immediate action)\s*(?:!{2,}|:\s*!|!\s*!)",
+        "text",
+    ),
+    _p(
+        "urgency",
+        0.2,
+        ("important", "urgent", "immediately", "right now", "asap"),
+        r"\b(?:very\simportant|extremely\simportant|urgent(?:ly)?|immediately|right\snow|asap|top\spriority)\b",
+    ),
+)

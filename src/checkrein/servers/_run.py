@@ -1,0 +1,86 @@
+"""How every bundled server starts: the shared command-line flags, `GET /health`, the state dir.
+
+    python -m checkrein.servers.NAME                      stdio (the default)
+    python -m checkrein.servers.NAME --http --port 8765   Streamable HTTP on 127.0.0.1:8765/mcp
+
+Only this module knows about transports, so each server module is just its tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+__all__ = ["LOG_LEVEL", "ServeOptions", "health_route", "parse_serve_args", "serve", "state_dir"]
+
+LOG_LEVEL: Final[Literal["WARNING"]] = "WARNING"
+"""Bundled servers log warnings and worse only: stderr of a stdio server is the client's console."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """The parsed command line of a bundled server."""
+
+    http: bool
+    host: str
+    port: int
+
+
+def parse_serve_args(prog: str, argv: Sequence[str] | None = None) -> ServeOptions:
+    """Parse ``--http``, ``--host`` and ``--port``; exits with status 2 on a usage error."""
+    parser = argparse.ArgumentParser(prog=prog, description=f"checkrein bundled MCP server: {prog}")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP (endpoint /mcp) instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port to bind with --http (default 8765)")
+    ns = parser.parse_args(argv)
+    if not 0 <= ns.port <= 65535:
+        parser.error("--port must be 0..65535")
+    return ServeOptions(http=bool(ns.http), host=str(ns.host), port=int(ns.port))
+
+
+def state_dir() -> Path:
+    """Directory for the servers' files: ``$CHECKREIN_STATE_DIR``, else ``./.checkrein/state``."""
+    raw = os.environ.get("CHECKREIN_STATE_DIR")
+    return Path(raw) if raw else Path.cwd() / ".checkrein" / "state"
+
+
+def health_route(name: str, extra: Callable[[], dict[str, Any]] | None = None) -> Route:
+    """``GET /health`` answering ``{"status": "ok", "server": name, **extra()}``."""
+
+    async def health(request: Request) -> Response:
+        body: dict[str, Any] = {"status": "ok", "server": name}
+        if extra is not None:
+            body.update(extra())
+        return JSONResponse(body)
+
+    return Route("/health", health, methods=["GET"])
+
+
+def serve(
+    server: MCPServer[Any],
+    argv: Sequence[str] | None = None,
+    *,
+    health: Callable[[], dict[str, Any]] | None = None,
+) -> None:
+    """Run ``server`` as the command line asks (stdio unless ``--http``); blocks until it stops.
+
+    ``health`` adds fields to the ``GET /health`` answer of the HTTP transport.
+    """
+    options = parse_serve_args(f"python -m checkrein.servers.{server.name}", argv)
+    if not options.http:
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = server.streamable_http_app(host=options.host)
+    app.router.routes.append(health_route(server.name, health))
+    uvicorn.run(app, host=options.host, port=options.port, log_level="warning")

@@ -1,0 +1,226 @@
+"""A stdio transport that keeps the server's stderr in a ring buffer and watches the process.
+
+The SDK's ``stdio_client`` writes the server's stderr to a file object of ours, which would either
+pollute our own stderr (and, in stdio frontend mode, sit next to the protocol) or grow a temp file
+without bound. This transport reads stderr through a pipe into a bounded ``StderrTail`` so a
+failed start can quote the last lines, and it records what the process did (exit code, the first
+line that was not JSON-RPC) for the error message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+from checkrein.errors import UpstreamUnavailable
+
+__all__ = ["StderrTail", "StdioProcess", "open_stdio"]
+
+logger = logging.getLogger("checkrein.upstream.stdio")
+
+_EXIT_GRACE_S = 2.0
+"""How long a server may take to exit after its stdin closes before its process group is killed."""
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""One JSON-RPC message larger than this is treated as a broken server, not buffered forever."""
+
+
+class StderrTail:
+    """The last ``max_lines`` lines a server wrote to stderr (each cut to ``max_line_chars``)."""
+
+    def __init__(self, max_lines: int = 200, max_line_chars: int = 2000) -> None:
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._partial = b""
+        self._max_line_chars = max_line_chars
+        self.total_bytes = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total_bytes += len(chunk)
+        data = self._partial + chunk
+        *lines, self._partial = data.split(b"\n")
+        for line in lines:
+            self._lines.append(line.decode("utf-8", "replace").rstrip("\r")[: self._max_line_chars])
+        if len(self._partial) > self._max_line_chars * 4:
+            # A server writing one endless line: keep a bounded prefix.
+            self._lines.append(self._partial.decode("utf-8", "replace")[: self._max_line_chars])
+            self._partial = b""
+
+    def tail(self, n: int = 20) -> list[str]:
+        """The last ``n`` lines, including an unterminated last line."""
+        lines = list(self._lines)
+        if self._partial:
+            lines.append(self._partial.decode("utf-8", "replace")[: self._max_line_chars])
+        return lines[-n:] if n > 0 else []
+
+
+@dataclass
+class StdioProcess:
+    """What one server process did; filled in while it runs."""
+
+    stderr: StderrTail = field(default_factory=StderrTail)
+    pid: int | None = None
+    returncode: int | None = None
+    bad_output: str | None = None
+    """The first stdout line that was not a JSON-RPC message (cut to 200 characters)."""
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    """Set once stdout reached EOF (the process exited or closed it)."""
+
+    def describe(self, tail_lines: int = 20) -> str:
+        """A readable account of how the process ended, with the tail of its stderr."""
+        parts: list[str] = []
+        if self.returncode is not None:
+            parts.append(f"process exited with code {self.returncode}")
+        if self.bad_output is not None:
+            parts.append(f"it wrote non-JSON-RPC output on stdout: {self.bad_output!r}")
+        tail = self.stderr.tail(tail_lines)
+        if tail:
+            parts.append("last stderr lines:\n  " + "\n  ".join(tail))
+        else:
+            parts.append("no stderr output")
+        return "; ".join(parts)
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: str,
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    process_info: StdioProcess,
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
+    """Spawn ``command`` in its own process group and yield the session's stream pair.
+
+    The child's environment is the SDK's safe default set (PATH, HOME, ...) plus ``env``, so the
+    gateway's own secrets are not inherited. On exit, stdin is closed, the process gets
+    ``_EXIT_GRACE_S`` to leave, and then its whole group is killed. Raises ``UpstreamUnavailable``
+    when the command cannot be started (not found, not executable, bad cwd).
+    """
+    try:
+        process = await anyio.open_process(
+            [command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**get_default_environment(), **env},
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        where = f" (cwd {cwd!r})" if cwd else ""
+        missing = exc.filename if exc.filename not in (None, command) else command
+        if cwd and not os.path.isdir(cwd):
+            raise UpstreamUnavailable(f"cannot start {command!r}: working directory {cwd!r} does not exist") from exc
+        raise UpstreamUnavailable(f"cannot start {missing!r}: command not found{where}; check `command` and PATH") from exc
+    except PermissionError as exc:
+        raise UpstreamUnavailable(f"cannot start {command!r}: permission denied (is it executable?)") from exc
+    except OSError as exc:
+        raise UpstreamUnavailable(f"cannot start {command!r}: {exc}") from exc
+
+    process_info.pid = process.pid
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def pump_stdout() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        try:
+            async with read_send:
+                async for chunk in process.stdout:
+                    buffer += chunk
+                    if b"\n" not in chunk:
+                        if len(buffer) > _MAX_LINE_BYTES:
+                            process_info.bad_output = f"a line longer than {_MAX_LINE_BYTES} bytes"
+                            return
+                        continue
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        try:
+                            item: SessionMessage | Exception = SessionMessage(
+                                types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                            )
+                        except ValueError as exc:
+                            if process_info.bad_output is None:
+                                process_info.bad_output = line.decode("utf-8", "replace")[:200]
+                            item = exc
+                        await read_send.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            logger.debug("stdout pump of pid %s stopped", process.pid)
+        finally:
+            with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await process.stdout.aclose()
+            # Give the exit code a moment to land so the error message can name it.
+            with anyio.move_on_after(0.5):
+                while process.returncode is None:
+                    await anyio.sleep(0.01)
+            process_info.returncode = process.returncode
+            process_info.exited.set()
+
+    async def pump_stderr() -> None:
+        assert process.stderr is not None
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            async for chunk in process.stderr:
+                process_info.stderr.feed(chunk)
+
+    async def pump_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode("utf-8") + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server stopped reading (it died): end the session's read side so no request waits.
+            await read_send.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_stdout)
+        tg.start_soon(pump_stderr)
+        tg.start_soon(pump_stdin)
+        try:
+            yield read_recv, write_send
+        finally:
+            with anyio.CancelScope(shield=True):
+                await write_send.aclose()
+                await read_recv.aclose()
+                await _stop(process)
+            tg.cancel_scope.cancel()
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close stdin, wait a bounded grace period, then kill the process group."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await process.stdin.aclose()
+    with anyio.move_on_after(_EXIT_GRACE_S):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    if process.returncode is None:
+        await terminate_posix_process_tree(process, _EXIT_GRACE_S)
+    else:
+        # The leader exited; children it left in the group would otherwise outlive the gateway.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, 9)
+    with anyio.move_on_after(_EXIT_GRACE_S):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await stream.aclose()

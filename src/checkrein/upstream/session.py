@@ -1,0 +1,59 @@
+"""The SDK ``ClientSession`` as a proxy needs it, and the protocol-era handshake.
+
+Eras on the upstream side:
+
+    "auto"    send the 2025-11-25 ``initialize`` handshake; only if the server refuses it as a
+              2026-only server (-32022 or method-not-found) reconnect and use ``server/discover``.
+              Handshake-first because it works against ``mcp`` 1.x servers and every dual-era 2.x
+              server, keeps per-request envelopes small, and delivers ``list_changed``
+              notifications on the standing channel.
+    "legacy"  ``initialize`` only.
+    "modern"  ``server/discover`` only; change notifications then come through a
+              ``subscriptions/listen`` stream, which ``McpUpstream`` opens.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
+
+__all__ = ["Era", "ModernOnlyServer", "UpstreamSession", "handshake"]
+
+Era = Literal["auto", "legacy", "modern"]
+
+
+class UpstreamSession(ClientSession):
+    """A ``ClientSession`` that does not re-validate tool results.
+
+    The upstream's output schema is its own contract; the gate's checks come later. Skipping the
+    SDK's validation also avoids its hidden ``tools/list`` on the first call of each tool.
+    """
+
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        return None
+
+
+class ModernOnlyServer(Exception):
+    """The server refused the ``initialize`` handshake; reconnect with ``server/discover``."""
+
+
+async def handshake(session: UpstreamSession, era: Era) -> None:
+    """Negotiate the protocol era on a fresh session.
+
+    Raises ``ModernOnlyServer`` in ``"auto"`` era when the server rejects ``initialize`` the way a
+    2026-only server does (the connection is then locked and must be replaced); ``MCPError`` for
+    any other refusal.
+    """
+    if era == "modern":
+        await session.discover()
+        return
+    try:
+        await session.initialize()
+    except MCPError as exc:
+        if era == "auto" and exc.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND):
+            raise ModernOnlyServer(exc.message) from exc
+        raise

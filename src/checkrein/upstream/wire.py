@@ -1,0 +1,83 @@
+"""Pure conversions between upstream MCP objects and what checkrein hands on.
+
+``tool_definition`` turns an ``mcp.types.Tool`` into the ``ToolDefinition`` the catalog pins;
+``strip_identifying_meta`` removes the ``_meta`` entries by which an upstream names itself, so a
+client of the gateway cannot learn which server (and which version) answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import mcp.types as types
+from pydantic import BaseModel
+
+from checkrein.catalog.model import ToolDefinition
+
+__all__ = ["IDENTIFYING_META_KEYS", "strip_identifying_meta", "tool_definition"]
+
+IDENTIFYING_META_KEYS: frozenset[str] = frozenset(
+    {
+        "io.modelcontextprotocol/serverInfo",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/subscriptionId",
+    }
+)
+"""``_meta`` keys that describe a peer or its connection rather than the result itself."""
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def tool_definition(server: str, tool: types.Tool) -> ToolDefinition:
+    """The reviewable fields of ``tool`` as plain JSON values (wire names, ``None`` fields dropped)."""
+    wire: dict[str, Any] = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+    annotations = wire.get("annotations")
+    return ToolDefinition(
+        server=server,
+        name=tool.name,
+        description=wire.get("description"),
+        input_schema=wire.get("inputSchema") or {"type": "object"},
+        output_schema=wire.get("outputSchema"),
+        annotations=annotations if annotations else None,
+        title=wire.get("title"),
+    )
+
+
+def _clean(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not meta:
+        return meta
+    kept = {k: v for k, v in meta.items() if k not in IDENTIFYING_META_KEYS}
+    return kept or None
+
+
+def _needs_cleaning(meta: dict[str, Any] | None) -> bool:
+    return bool(meta) and not IDENTIFYING_META_KEYS.isdisjoint(meta or {})
+
+
+def strip_identifying_meta(result: _R) -> _R:
+    """Return ``result`` without identifying ``_meta`` keys, at the top level and on each content item.
+
+    Works on any result model with a ``meta`` field (``CallToolResult``, ``ReadResourceResult``,
+    ``GetPromptResult``, ...). Never mutates its argument: a result that carries none of the
+    keys is returned as is, otherwise a copy is.
+    """
+    update: dict[str, Any] = {}
+    meta = getattr(result, "meta", None)
+    if _needs_cleaning(meta):
+        update["meta"] = _clean(meta)
+    for list_field in ("content", "contents", "messages"):
+        items = getattr(result, list_field, None)
+        if not isinstance(items, list):
+            continue
+        if any(_needs_cleaning(getattr(item, "meta", None)) for item in items):
+            update[list_field] = [
+                item.model_copy(update={"meta": _clean(item.meta)})
+                if _needs_cleaning(getattr(item, "meta", None))
+                else item
+                for item in items
+            ]
+    if not update:
+        return result
+    return result.model_copy(update=update)

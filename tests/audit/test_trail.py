@@ -1,0 +1,181 @@
+"""The writer end to end: events on disk, chained, checkpointed, indexed, recovered."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from checkrein.audit import LifecycleRecord, open_audit_trail
+from checkrein.audit.schema import check_event
+from checkrein.audit.signing import generate_keypair
+from checkrein.audit.verify import verify_log
+from checkrein.errors import AuditUnavailable
+
+from .helpers import make_record, read_lines, settings, write_log
+
+
+def test_every_written_event_matches_the_schema_and_the_log_verifies(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    records = [LifecycleRecord("gateway.start", {"config_digest": "sha256:aa", "policy_digest": "sha256:bb"})]
+    records += [make_record(i) for i in range(35)]
+    records += [make_record(99, outcome="denied", error_code="policy.denied", result=None,
+                            decision={"effect": "deny", "rule_id": "no-write", "reasons": ["writes are off"], "risk": "high", "approval": None})]
+    records += [LifecycleRecord("gateway.stop", {})]
+    write_log(d, records)
+    lines = read_lines(d)
+    events = [json.loads(x) for x in lines]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert all(check_event(e) is None for e in events), [check_event(e) for e in events]
+    types = [e["type"] for e in events]
+    assert types[0] == "genesis" and types[-1] == "checkpoint" and events[-1]["reason"] == "shutdown"
+    assert sum(t == "call" for t in types) == 36
+    assert sum(t == "checkpoint" for t in types) >= 4  # every 10 events + shutdown
+    report = verify_log(d)
+    assert report.exit_code == 0, report.problem
+    assert report.sqlite_checked
+
+
+def test_call_event_fields_are_exactly_the_design_fields(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(1)])
+    call = next(json.loads(x) for x in read_lines(d) if b'"type":"call"' in x)
+    assert set(call) == {
+        "schema_version", "seq", "event_id", "time", "type", "kind", "trace_id", "span_id", "parent_span_id",
+        "session_id", "identity", "model", "server", "tool", "exposed_name", "tool_digest", "args_sha256",
+        "args_preview", "decision", "outcome", "error_code", "duration_ms", "result", "redactions",
+        "degraded", "prev_hash", "hash",
+    }
+    assert set(call["result"]) == {"size_bytes", "sha256", "summary", "flags"}
+    assert set(call["decision"]) == {"effect", "rule_id", "reasons", "risk", "approval"}
+
+
+def test_recording_never_mutates_the_callers_record(tmp_path: Path) -> None:
+    args = {"password": "hunter2hunter2", "nested": {"token": "abc123456", "list": [1, {"api_key": "k" * 20}]},
+            "body": '{"secret": "s3cr3t-value"}'}
+    rec = make_record(1, arguments=args, result={"content": [{"type": "text", "text": "password=opensesame1"}]})
+    before_args, before_result = copy.deepcopy(rec.arguments), copy.deepcopy(rec.result)
+    write_log(tmp_path / "audit", [rec])
+    assert rec.arguments == before_args and rec.result == before_result
+
+
+def test_reopening_continues_the_chain_without_a_recovery_event(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(5)])
+    write_log(d, [make_record(i) for i in range(5, 9)])
+    events = [json.loads(x) for x in read_lines(d)]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert not any(e.get("event") == "audit.recovery" for e in events)
+    assert sum(e["type"] == "genesis" for e in events) == 1
+    assert verify_log(d).exit_code == 0
+
+
+def test_torn_tail_is_cut_and_a_recovery_event_says_what_was_cut(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(3)])
+    seg = d / "segment-000001.jsonl"
+    good = seg.read_bytes()
+    seg.write_bytes(good + b'{"schema_version":1,"seq":9,"trunc')
+    trail = write_log(d, [make_record(7)])
+    assert trail.counters["recoveries"] == 1
+    events = [json.loads(x) for x in read_lines(d)]
+    rec = next(e for e in events if e.get("event") == "audit.recovery")
+    assert rec["fields"]["cut_bytes"] == len(b'{"schema_version":1,"seq":9,"trunc')
+    assert rec["fields"]["clean_shutdown"] is False
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert verify_log(d).exit_code == 0
+
+
+def test_segments_rotate_by_size_and_each_links_to_the_previous_head(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i, arguments={"blob": "x" * 400, "i": i}) for i in range(60)],
+              segment_max_bytes=4096, batch_max=4)
+    segs = sorted(d.glob("segment-*.jsonl"))
+    assert len(segs) >= 3
+    for prev, cur in zip(segs, segs[1:], strict=False):
+        last = json.loads(prev.read_bytes().splitlines()[-1])
+        first = json.loads(cur.read_bytes().splitlines()[0])
+        assert first["type"] == "segment" and first["prev_segment_head"] == last["hash"]
+    assert verify_log(d).exit_code == 0
+
+
+def test_signed_checkpoints_verify_with_the_public_key_only(tmp_path: Path) -> None:
+    priv, pub, kid = generate_keypair(tmp_path / "keys")
+    assert (priv.stat().st_mode & 0o777) == 0o600
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(25)], signing_key=str(priv))
+    text = b"".join(read_lines(d))
+    assert priv.read_bytes().split(b"\n")[1] not in text
+    report = verify_log(d, public_key=pub)
+    assert report.exit_code == 0 and report.signatures_checked == report.checkpoints >= 3
+    _, other_pub, _ = generate_keypair(tmp_path / "other")
+    wrong = verify_log(d, public_key=other_pub)
+    assert wrong.exit_code == 1 and "key" in wrong.problem.reason  # type: ignore[union-attr]
+
+
+def test_sqlite_index_has_every_event_and_indexes(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(12)])
+    db = sqlite3.connect(d / "index.sqlite")
+    n = db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+    db.close()
+    assert n == len(read_lines(d))
+    assert {"events_time", "events_session", "events_trace", "events_tool", "events_outcome"} <= names
+    assert mode == "wal"
+
+
+def test_index_catches_up_after_losing_rows(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(12)])
+    db = sqlite3.connect(d / "index.sqlite")
+    db.execute("DELETE FROM events WHERE seq > 5")
+    db.commit()
+    db.close()
+    assert verify_log(d).exit_code == 1
+    write_log(d, [make_record(50)])
+    assert verify_log(d).exit_code == 0
+
+
+@pytest.mark.anyio
+async def test_durable_mode_returns_after_the_event_is_on_disk(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    trail = open_audit_trail(settings(d, durability="durable"), tmp_path)
+    with anyio.fail_after(10):
+        await trail.record_call(make_record(1, trace_id="durable-1"))
+        assert b"durable-1" in b"".join(read_lines(d))
+        await trail.aclose()
+
+
+@pytest.mark.anyio
+async def test_timer_checkpoint_is_written_while_idle(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    trail = open_audit_trail(settings(d, checkpoint_interval_s=0.05), tmp_path)
+    with anyio.fail_after(10):
+        while not any(b'"reason":"timer"' in x for x in read_lines(d)):
+            await anyio.sleep(0.02)
+        await trail.aclose()
+    assert verify_log(d).exit_code == 0
+
+
+@pytest.mark.anyio
+async def test_closed_trail_denies_calls(tmp_path: Path) -> None:
+    trail = open_audit_trail(settings(tmp_path / "audit"), tmp_path)
+    await trail.aclose()
+    assert not trail.writable()
+    with pytest.raises(AuditUnavailable):
+        await trail.record_call(make_record(1))
+
+
+def test_counters_name_every_degradation(tmp_path: Path) -> None:
+    trail = write_log(tmp_path / "audit", [make_record(i) for i in range(3)])
+    c = trail.counters
+    for name in ("events_queued", "events_written", "queue_depth", "queue_max_seen", "dropped",
+                 "rejected_unwritable", "failed_open", "write_errors", "sqlite_errors", "recoveries"):
+        assert name in c
+    assert c["events_queued"] == 3 and c["dropped"] == 0

@@ -1,0 +1,213 @@
+"""Importing client configs: formats detected, secrets moved (never copied), output that loads,
+written atomically, and round trips through every client format that keep the servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from checkrein.cli.main import app
+from checkrein.config import load_config, parse_config
+from checkrein.config.importers import (
+    ImportedServer,
+    detect_kind,
+    emit_client_config,
+    read_client_config,
+    read_client_text,
+    render_checkrein_config,
+    render_servers,
+    write_atomic,
+)
+from checkrein.config.importers.toml_text import toml_key, toml_str, toml_value
+from checkrein.errors import ConfigError
+
+CLIENTS = Path(__file__).parent / "fixtures" / "clients"
+CLAUDE, CODEX, HARBOR = CLIENTS / "claude.mcp.json", CLIENTS / "codex.config.toml", CLIENTS / "task.toml"
+SECRETS = ("ghp_0123456789abcdefghijABCDEFGHIJ", "sk-live-0123456789abcdef0123")
+
+
+def test_formats_are_detected_from_name_and_content() -> None:
+    assert read_client_config(CLAUDE).format == "claude"
+    assert read_client_config(CODEX).format == "codex"
+    assert read_client_config(HARBOR).format == "harbor"
+    assert detect_kind("x/checkrein.toml", '[[servers]]\nname = "a"\ncommand = "b"\n') == "checkrein"
+    assert detect_kind("review.toml", '[judge]\njudge = "codex"\n') == "harbor-judge"
+
+
+def test_claude_import_reads_every_server_despite_comments_and_trailing_commas() -> None:
+    result = read_client_config(CLAUDE)
+    by_name = {s.name: s for s in result.servers}
+    assert set(by_name) == {"files", "github", "Team-Docs", "events"}
+    assert by_name["files"].args == ("-y", "@modelcontextprotocol/server-filesystem", "/srv/data")
+    assert by_name["events"].transport == "sse"
+    assert by_name["Team-Docs"].source_name == "Team Docs"
+    assert by_name["Team-Docs"].headers["X-Team"] == "platform"
+
+
+def test_inline_secrets_become_named_references_and_are_never_copied() -> None:
+    result = read_client_config(CLAUDE)
+    text = render_checkrein_config(result)
+    for secret in SECRETS:
+        assert secret not in text
+    moved = {(s.server, s.where): s.variable for s in result.secrets}
+    assert moved[("github", "env.GITHUB_PERSONAL_ACCESS_TOKEN")] == "GITHUB_PERSONAL_ACCESS_TOKEN"
+    assert moved[("Team-Docs", "headers.Authorization")] == "TEAM_DOCS_TOKEN"
+    by_name = {s.name: s for s in result.servers}
+    assert by_name["Team-Docs"].headers["Authorization"] == "Bearer ${TEAM_DOCS_TOKEN}"
+    assert "TEAM_DOCS_TOKEN" in text and "GITHUB_PERSONAL_ACCESS_TOKEN" in text  # named for the operator
+    assert by_name["files"].env == {"LOG_LEVEL": "info"}  # not a secret: kept as is
+
+
+def test_secrets_in_args_and_urls_are_moved_too() -> None:
+    text = json.dumps({"mcpServers": {
+        "a": {"command": "srv", "args": ["--api-key", "abcdef123456", "--token=xyz987654321"]},
+        "b": {"type": "http", "url": "https://user:hunter2hunter2@b.example.com/mcp?api_key=k3yk3yk3y&x=1"},
+    }})
+    result = read_client_text(text, "claude", source="t.json")
+    a, b = result.servers
+    assert a.args == ("--api-key", "${A_API_KEY}", "--token=${A_TOKEN}")
+    assert b.url is not None and "hunter2" not in b.url and "k3yk3yk3y" not in b.url and "x=1" in b.url
+    assert len(result.secrets) == 4
+
+
+def test_imported_config_is_default_deny_commented_and_loads(tmp_path: Path) -> None:
+    for source in (CLAUDE, CODEX, HARBOR):
+        result = read_client_config(source)
+        out = write_atomic(tmp_path / f"{source.stem}.toml", render_checkrein_config(result))
+        cfg = load_config(out)
+        assert cfg.policy.default == "deny" and cfg.policy.allow == ()
+        assert [s.name for s in cfg.servers] == [s.name for s in result.servers]
+        body = out.read_text()
+        for s in result.servers:
+            assert f'# "{s.name}__*",' in body  # listed for the operator to open up
+
+
+def test_codex_import_maps_references_timeouts_and_disabled_servers() -> None:
+    result = read_client_config(CODEX)
+    by_name = {s.name: s for s in result.servers}
+    assert by_name["files"].env == {"LOG_LEVEL": "info", "HOME_DIR": "${HOME_DIR}"}
+    assert by_name["files"].timeout_s == 45.0
+    assert by_name["docs"].headers == {"X-Team": "platform", "X-Org": "${DOCS_ORG}", "Authorization": "Bearer ${DOCS_TOKEN}"}
+    assert by_name["off"].enabled is False
+    assert any("enabled_tools" in n.message for n in result.notes)
+
+
+def test_harbor_import_normalizes_http_and_notes_dropped_keys() -> None:
+    result = read_client_config(HARBOR)
+    tools, local = result.servers
+    assert tools.transport == "streamable-http" and tools.headers == {"Authorization": "Bearer ${TOOLS_TOKEN}"}
+    assert local.env == {}  # Harbor drops `env`; so does the import, and says so
+    assert any("env" in n.message for n in result.notes)
+
+
+def _servers(fmt: str, text: str) -> list[tuple[object, ...]]:
+    return [s.identity() for s in read_client_text(text, fmt, source=f"<{fmt}>").servers]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", [CLAUDE, CODEX])
+@pytest.mark.parametrize("via", ["claude", "codex"])
+def test_round_trip_through_client_formats_keeps_the_servers(source: Path, via: str) -> None:
+    original = [s for s in read_client_config(source).servers if s.enabled and s.transport != "sse" or via == "claude" and s.enabled]
+    again = read_client_text(render_servers(via, original), via, source="<again>")  # type: ignore[arg-type]
+    assert [s.identity() for s in again.servers] == [s.identity() for s in original]
+
+
+def test_round_trip_through_harbor_keeps_what_harbor_can_hold() -> None:
+    original = [s for s in read_client_config(CLAUDE).servers if not s.env]
+    again = read_client_text(render_servers("harbor", original), "harbor", source="<again>")
+    assert [s.identity() for s in again.servers] == [s.identity() for s in original]
+
+
+def test_import_emit_import_gives_the_same_servers(tmp_path: Path) -> None:
+    """import -> checkrein.toml; the emitted client entry runs that file; importing the file's
+    servers back into a client format and reading it again yields the same servers."""
+    result = read_client_config(CLAUDE)
+    cfg_path = write_atomic(tmp_path / "checkrein.toml", render_checkrein_config(result))
+    cfg = load_config(cfg_path)
+    from_cfg = [
+        ImportedServer(name=s.name, transport=s.transport, command=s.command, args=s.args, env=dict(s.env), url=s.url, headers=dict(s.headers))
+        for s in cfg.servers
+    ]
+    assert [s.identity() for s in from_cfg] == [s.identity() for s in result.servers]
+    for fmt in ("claude", "codex", "harbor"):
+        snippet = emit_client_config(fmt, config=str(cfg_path))  # type: ignore[arg-type]
+        (entry,) = read_client_text(snippet, fmt, source="<emit>").servers  # type: ignore[arg-type]
+        assert entry.name == "checkrein" and entry.command == "checkrein"
+        assert entry.args == ("serve", "--config", str(cfg_path.resolve()))
+    again = read_client_text(render_servers("claude", from_cfg), "claude", source="<again>")
+    assert [s.identity() for s in again.servers] == [s.identity() for s in result.servers]
+
+
+def test_emit_http_uses_a_token_reference_never_a_value(tmp_path: Path) -> None:
+    cfg_path = write_atomic(tmp_path / "c.toml", render_checkrein_config(read_client_config(CODEX)))
+    url = "http://127.0.0.1:8765/mcp"
+    codex = tomllib.loads(emit_client_config("codex", config=str(cfg_path), transport="http", url=url))
+    assert codex["mcp_servers"]["checkrein"] == {"url": url, "bearer_token_env_var": "CHECKREIN_TOKEN"}
+    claude = json.loads(emit_client_config("claude", config=str(cfg_path), transport="http", url=url))
+    assert claude["mcpServers"]["checkrein"]["headers"] == {"Authorization": "Bearer ${CHECKREIN_TOKEN}"}
+    harbor = tomllib.loads(emit_client_config("harbor", config=str(cfg_path), transport="http", url=url))
+    assert harbor["environment"]["mcp_servers"][0]["transport"] == "streamable-http"
+    with pytest.raises(ConfigError, match="--url"):
+        emit_client_config("codex", config=str(cfg_path), transport="http")
+
+
+def test_emit_refuses_a_config_that_does_not_load(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[servers]]\nname = "a"\n')
+    with pytest.raises(ConfigError):
+        emit_client_config("claude", config=str(bad))
+
+
+def test_unreadable_client_config_is_a_config_error_with_a_line(tmp_path: Path) -> None:
+    broken = tmp_path / ".mcp.json"
+    broken.write_text('{\n  "mcpServers": {\n    "a": \n  }\n}\n')
+    with pytest.raises(ConfigError) as ei:
+        read_client_config(broken)
+    assert ei.value.line == 4
+
+
+def test_write_atomic_leaves_no_partial_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.toml"
+    target.write_text("old\n")
+    with pytest.raises(TypeError):
+        write_atomic(target, None)  # type: ignore[arg-type]
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["out.toml"]
+
+
+def test_cli_import_writes_atomically_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "checkrein.toml"
+    first = runner.invoke(app, ["import", str(CLAUDE), "--out", str(out)])
+    assert first.exit_code == 0, first.stderr
+    assert "moved inline secret" in first.stderr and SECRETS[0] not in out.read_text()
+    load_config(out)
+    second = runner.invoke(app, ["import", str(CLAUDE), "--out", str(out)])
+    assert second.exit_code == 2 and "--force" in second.stderr
+    emitted = runner.invoke(app, ["emit", "--for", "codex", "--config", str(out)])
+    assert emitted.exit_code == 0 and "[mcp_servers.checkrein]" in emitted.stdout
+
+
+@given(st.text())
+def test_toml_strings_hold_any_text(value: str) -> None:
+    assert tomllib.loads(f"v = {toml_str(value)}")["v"] == value
+
+
+@given(st.dictionaries(st.text(min_size=1), st.lists(st.text())))
+def test_toml_keys_and_arrays_hold_any_text(value: dict[str, list[str]]) -> None:
+    body = "\n".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items())
+    assert tomllib.loads(body) == value
+
+
+def test_imported_names_fit_checkrein_and_stay_unique() -> None:
+    text = json.dumps({"mcpServers": {"a__b": {"command": "x"}, "a_b": {"command": "y"}, "-x": {"command": "z"}}})
+    names = [s.name for s in read_client_text(text, "claude", source="t").servers]
+    assert names == ["a_b", "a_b-2", "x"]
+    parse_config("\n".join(f'[[servers]]\nname = "{n}"\ncommand = "c"\n' for n in names))

@@ -1,0 +1,145 @@
+"""`checkrein policy check` / `policy tools`: decisions from the lock file, no upstream started."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from checkrein.canonical import digest
+from checkrein.catalog.lock import PinnedTool, write_lock
+from checkrein.catalog.model import ToolDefinition
+from checkrein.cli.main import app
+
+CONFIG = """
+[[servers]]
+name = "fs"
+command = "/nonexistent/never-started"
+
+[[identities]]
+name = "ci"
+token = "${CI_TOKEN}"
+roles = ["bot"]
+
+[policy]
+allow = ["fs__*"]
+
+[policy.analyzers]
+paths = "off"
+urls = "off"
+shell = "off"
+sql = "off"
+secrets = "off"
+
+[policy.tools."fs__*"]
+risk = "low"
+
+[policy.tools."fs__delete_file"]
+risk = "high"
+
+[policy.tools."fs__admin"]
+roles = ["admin"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "checkrein.toml").write_text(CONFIG)
+    pins = {}
+    schemas = {
+        "read_file": {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}, "required": ["path"]},
+        "delete_file": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "admin": {"type": "object"},
+    }
+    for name, schema in schemas.items():
+        d = ToolDefinition("fs", name, f"{name}", schema).pinned_fields()
+        pins[f"fs__{name}"] = PinnedTool(digest(d), d)
+    write_lock(tmp_path / "checkrein.lock", pins)
+    return tmp_path / "checkrein.toml"
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["policy", *args])
+    return result.exit_code, result.output
+
+
+def test_allow_exits_0(project: Path) -> None:
+    code, out = invoke("check", "--config", str(project), "--tool", "fs__read_file", "--args", '{"path": "a"}')
+    assert code == 0
+    assert "allow" in out and "allow:fs__*" in out
+
+
+def test_deny_exits_3_and_json_has_findings_with_pointers(project: Path) -> None:
+    code, out = invoke("check", "-c", str(project), "-t", "fs__read_file", "-a", '{"path": "a", "n": "42"}', "--json")
+    assert code == 3
+    doc = json.loads(out)
+    assert doc["effect"] == "deny"
+    assert doc["rule_id"] == "arguments.schema"
+    assert doc["reasons"]
+    assert doc["findings"] == [{"analyzer": "schema", "kind": "schema", "path": "/n", "message": "is not of type integer", "severity": "high"}]
+
+
+def test_ask_exits_4(project: Path) -> None:
+    code, out = invoke("check", "-c", str(project), "-t", "fs__delete_file", "-a", '{"path": "a"}', "--json")
+    assert code == 4
+    assert json.loads(out)["rule_id"] == "risk:high"
+
+
+def test_identity_roles_are_applied(project: Path) -> None:
+    assert invoke("check", "-c", str(project), "-t", "fs__admin", "--identity", "ci")[0] == 3
+
+
+def test_a_tool_missing_from_the_lock_is_denied_and_says_so(project: Path) -> None:
+    code, out = invoke("check", "-c", str(project), "-t", "fs__ghost")
+    assert code == 3
+    assert "not in checkrein.lock" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-t", "fs__read_file", "-a", "{not json"],
+        ["-t", "fs__read_file", "--identity", "nobody"],
+    ],
+    ids=["bad-json", "unknown-identity"],
+)
+def test_usage_errors_exit_2(project: Path, args: list[str]) -> None:
+    assert invoke("check", "-c", str(project), *args)[0] == 2
+
+
+def test_a_config_error_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "checkrein.toml"
+    bad.write_text('[policy]\nallow = ["x"]\ndeny = ["x"]\n')
+    assert invoke("check", "-c", str(bad), "-t", "x")[0] == 2
+
+
+def test_a_missing_or_corrupt_lock_exits_2(project: Path) -> None:
+    (project.parent / "checkrein.lock").write_text("{ not a lock")
+    assert invoke("check", "-c", str(project), "-t", "fs__read_file")[0] == 2
+    (project.parent / "checkrein.lock").unlink()
+    assert invoke("check", "-c", str(project), "-t", "fs__read_file")[0] == 2
+
+
+def test_policy_tools_lists_every_pinned_tool(project: Path) -> None:
+    code, out = invoke("tools", "-c", str(project), "--json")
+    assert code == 0
+    rows = {r["tool"]: r for r in map(json.loads, out.splitlines())}
+    assert rows["fs__read_file"]["effect"] == "allow"
+    assert rows["fs__delete_file"]["effect"] == "ask"
+    assert rows["fs__delete_file"]["category"] == "delete"
+    assert rows["fs__admin"]["effect"] == "deny"
+
+
+def test_the_real_command_runs_without_starting_any_upstream(project: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "checkrein", "policy", "check", "-c", str(project), "-t", "fs__read_file", "-a", '{"path": 1}', "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["findings"][0]["path"] == "/path"

@@ -1,0 +1,89 @@
+"""McpUpstream over Streamable HTTP and legacy SSE against the echo server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from checkrein.config import ServerConfig
+from checkrein.errors import UpstreamTimeout, UpstreamUnavailable
+from checkrein.upstream import McpUpstream
+from checkrein.upstream.session import Era
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def running(config: ServerConfig, *, era: Era = "auto", **kw: Any) -> AsyncIterator[McpUpstream]:
+    async with McpUpstream(config, era=era, **kw) as up:
+        with anyio.fail_after(30):
+            await up.start()
+        yield up
+
+
+def text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def http(url: str, **kw: Any) -> ServerConfig:
+    return ServerConfig(name="web", transport="streamable-http", url=url + "/mcp", **kw)
+
+
+@pytest.mark.parametrize("era", ["auto", "modern"])
+async def test_streamable_http_calls_and_lists_in_both_eras(http_echo_url: str, era: Era) -> None:
+    async with running(http(http_echo_url), era=era) as up:
+        assert up.info.state == "ready" and up.info.transport == "streamable-http"
+        assert up.info.protocol_version == ("2026-07-28" if era == "modern" else "2025-11-25")
+        result = await up.call_tool("add", {"a": 1, "b": 2}, timeout_s=10)
+        assert result.structured_content == {"sum": 3}
+        assert result.meta is None or "io.modelcontextprotocol/serverInfo" not in result.meta
+        assert "echo" in {t.name for t in await up.tools()}
+        assert [p.name for p in await up.list_prompts()] == ["greet"]
+
+
+async def test_headers_expand_env_variables_and_reach_the_server(http_echo_url: str) -> None:
+    cfg = http(http_echo_url, headers={"X-Api-Key": "key-${CHECKREIN_TEST_KEY}"})
+    async with running(cfg, environ={"CHECKREIN_TEST_KEY": "s3cret"}) as up:
+        assert text(await up.call_tool("header", {"name": "x-api-key"}, timeout_s=10)) == "key-s3cret"
+
+
+async def test_http_timeout_raises_upstream_timeout(http_echo_url: str) -> None:
+    async with running(http(http_echo_url)) as up:
+        with anyio.fail_after(10):
+            with pytest.raises(UpstreamTimeout):
+                await up.call_tool("slow", {"seconds": 20}, timeout_s=0.3)
+        assert text(await up.call_tool("echo", {"text": "ok"}, timeout_s=10)) == "ok"
+
+
+async def test_http_list_changed_refreshes_tools(fresh_http_echo_url: str) -> None:
+    changed = anyio.Event()
+
+    async def on_changed(server: str) -> None:
+        changed.set()
+
+    async with running(http(fresh_http_echo_url), on_tools_changed=on_changed) as up:
+        await up.call_tool("mutate", {}, timeout_s=10)
+        with anyio.fail_after(10):
+            await changed.wait()
+        assert "added" in {t.name for t in await up.tools()}
+
+
+async def test_unreachable_url_fails_the_start_clearly(unused_port: int) -> None:
+    cfg = ServerConfig(name="nowhere", transport="streamable-http", url=f"http://127.0.0.1:{unused_port}/mcp")
+    async with McpUpstream(cfg) as up:
+        with anyio.fail_after(20):
+            with pytest.raises(UpstreamUnavailable, match="cannot connect"):
+                await up.start()
+        assert up.info.state == "failed" and "nowhere (streamable-http) failed to start" in (up.info.error or "")
+
+
+async def test_legacy_sse_transport_calls_and_lists(sse_echo_url: str) -> None:
+    cfg = ServerConfig(name="old", transport="sse", url=sse_echo_url + "/sse")
+    async with running(cfg) as up:
+        assert up.info.transport == "sse" and up.info.protocol_version == "2025-11-25"
+        assert text(await up.call_tool("echo", {"text": "over sse"}, timeout_s=10)) == "over sse"
+        assert len(await up.tools()) >= 6
