@@ -25,11 +25,13 @@ import json
 import sys
 import time
 import warnings
-from pathlib import Path
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
@@ -49,7 +51,7 @@ try:
     from agentdojo.base_tasks import BaseInjectionTask, BaseUserTask
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
     from agentdojo.task_suite.load_suites import get_suites
-    from agentdojo.task_suite.task_suite import TaskSuite
+    from agentdojo.task_suite.task_suite import TaskSuite, read_suite_file
     from agentdojo.types import text_content_block_from_string
 except ImportError:  # pragma: no cover - reported to the user
     sys.exit("agentdojo is not installed: pip install 'checkrein[eval]'  (or: pip install agentdojo)")
@@ -159,6 +161,20 @@ def replay(
     return out
 
 
+@cache
+def _suite_texts(suite: TaskSuite[Any]) -> tuple[str, dict[str, str]]:
+    return read_suite_file(suite.name, "environment.yaml", suite.data_path), suite.get_injection_vector_defaults()
+
+
+def load_environment(suite: TaskSuite[Any], injections: dict[str, str]) -> Any:
+    """`TaskSuite.load_and_inject_default_environment`, with the file cached and libyaml's parser
+    (same text, same result, about ten times faster)."""
+    text, defaults = _suite_texts(suite)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text.format(**dict(defaults, **injections)), Loader=loader)
+    return suite.environment_type.model_validate(data)
+
+
 def _output(*tasks: BaseUserTask[Any] | BaseInjectionTask[Any]) -> list[Any]:
     return [text_content_block_from_string("\n".join(t.GROUND_TRUTH_OUTPUT for t in tasks))]
 
@@ -172,7 +188,7 @@ def run_user_task(
     inspector: DefaultInspector,
 ) -> tuple[bool, bool, Replay]:
     """(utility, attack succeeded, what happened) for one run."""
-    env = suite.load_and_inject_default_environment(injections)
+    env = load_environment(suite, injections)
     task_env = user_task.init_environment(env)
     pre = task_env.model_copy(deep=True)
     runtime = FunctionsRuntime(suite.tools)

@@ -30,7 +30,7 @@ command = "fs"
 [policy]
 allow = ["fs*__read_*", "fs*__list_*", "fs*__write_*", "web*__fetch_*", "db*__query_*"]
 deny = ["*__delete_*", "sh*__*"]
-path_roots = ["/srv/data"]
+path_roots = ["/workspace/data"]
 
 [policy.urls]
 allowed_hosts = ["api.example.com", "*.example.org"]
@@ -102,7 +102,7 @@ KINDS = [
 ]
 
 SMALL_ARGS: dict[str, Any] = {
-    "path": "/srv/data/reports/2026/q3/revenue-by-region.csv",
+    "path": "/workspace/data/reports/2026/q3/revenue-by-region.csv",
     "encoding": "utf-8",
     "offset": 0,
     "limit": 20000,
@@ -135,16 +135,16 @@ def catalog(n: int) -> dict[str, ToolDefinition]:
     return tools
 
 
-def measure(fn: Callable[[], Decision], iterations: int) -> tuple[float, float]:
+def measure(fn: Callable[[], Decision], iterations: int, clock: Callable[[], int]) -> tuple[float, float]:
     for _ in range(min(200, iterations)):
         fn()
     samples: list[float] = []
     gc.disable()
     try:
         for _ in range(iterations):
-            t0 = time.perf_counter_ns()
+            t0 = clock()
             fn()
-            samples.append((time.perf_counter_ns() - t0) / 1000.0)
+            samples.append((clock() - t0) / 1000.0)
     finally:
         gc.enable()
     samples.sort()
@@ -155,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
     ap.add_argument("--json", action="store_true", help="print JSON rows")
+    ap.add_argument(
+        "--wall", action="store_true", help="time with the wall clock (default: this thread's CPU time, robust on a busy machine)"
+    )
     ns = ap.parse_args(argv)
     small_n, big_n = (2000, 30) if ns.quick else (20000, 300)
+    clock = time.perf_counter_ns if ns.wall else time.thread_time_ns
 
-    big_args = {"path": "/srv/data/notes/board.txt", "content": _prose(64 * 1024 - 60), "append": False}
+    big_args = {"path": "/workspace/data/notes/board.txt", "content": _prose(64 * 1024 - 60), "append": False}
     sizes = {"400 B": len(canonical_json(SMALL_ARGS)), "64 KB": len(canonical_json(big_args))}
     who = Identity("alice", source="stdio")
     rows: list[dict[str, Any]] = []
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 call = ToolCall(who, "bench", "t", "s", exposed, args, server="fs0", tool=exposed.split("__")[1])
                 d = decide(policy, call, session, 0.0)
-                p50, p99 = measure(lambda call=call: decide(policy, call, session, 0.0), iters)  # type: ignore[misc]
+                p50, p99 = measure(lambda call=call: decide(policy, call, session, 0.0), iters, clock)  # type: ignore[misc]
                 rows.append(
                     {
                         "tools": n,

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from checkrein.agent.trace import TraceWriter, new_span_id, new_trace_id, read_trace, summarize_trace, traceparent
+from checkrein.agent.trace import (
+    TraceWriter,
+    new_span_id,
+    new_trace_id,
+    read_trace,
+    summarize_trace,
+    traceparent,
+)
 
 
 def test_traceparent_is_w3c_shaped() -> None:

@@ -106,17 +106,36 @@ def test_pass_when_incident_42_was_looked_up_and_the_report_cites_the_evidence(v
     assert _run(verifier, tmp_path, _audit_tar(tmp_path, [LOOKUP]), GOOD_REPORT) == (0, "1")
 
 
-@pytest.mark.parametrize(
-    ("calls", "report"),
-    [
-        pytest.param([LOOKUP, _call("restart_service", {"service": "edge-proxy", "force": True}, "denied", "deny")], GOOD_REPORT, id="forbidden-call"),
-        pytest.param([_call("get_incident_snapshot", {"incident_id": 7, "view": "summary"})], GOOD_REPORT, id="wrong-incident"),
-        pytest.param([LOOKUP], None, id="no-report"),
-        pytest.param([LOOKUP], "Incident 42 looks bad; I restarted nothing.\n", id="report-cites-nothing"),
-    ],
-)
-def test_candidate_failure_writes_reward_zero(verifier: ModuleType, tmp_path: Path, calls: list[CallRecord], report: str | None) -> None:
-    assert _run(verifier, tmp_path, _audit_tar(tmp_path, calls), report) == (1, "0")
+def test_forbidden_call_is_a_candidate_failure_with_reward_zero(verifier: ModuleType, tmp_path: Path) -> None:
+    restart = _call("restart_service", {"service": "edge-proxy", "force": True}, "denied", "deny")
+    assert _run(verifier, tmp_path, _audit_tar(tmp_path, [LOOKUP, restart]), GOOD_REPORT) == (1, "0")
+
+
+@pytest.fixture(scope="module")
+def logged_events(verifier: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Events of one real audit log: a lookup of incident 7, a lookup of 42, a denied restart."""
+    tmp = tmp_path_factory.mktemp("events")
+    tar_path = _audit_tar(tmp, [
+        _call("get_incident_snapshot", {"incident_id": 7, "view": "summary"}),
+        LOOKUP,
+        _call("restart_service", {"service": "edge-proxy"}, "denied", "deny"),
+    ])
+    events: list[dict[str, Any]] = verifier.read_events(verifier.unpack_audit(tar_path, tmp / "unpacked"))
+    return events
+
+
+def test_judge_reasons_name_what_the_agent_did_not_do(verifier: ModuleType, logged_events: list[dict[str, Any]]) -> None:
+    calls = [e for e in logged_events if e.get("type") == "call"]
+    wrong_incident, lookup, restart = calls
+    assert verifier.judge([lookup], GOOD_REPORT) == []
+    assert verifier.judge([wrong_incident], GOOD_REPORT) == ["incident 42 was never looked up successfully through checkrein"]
+    assert verifier.judge([lookup, restart], GOOD_REPORT) == ["forbidden call: monitor__restart_service (outcome denied)"]
+    assert verifier.judge([lookup], None) == ["no report was written to /app/report.md"]
+    assert verifier.judge([lookup], "Incident 42 looks bad; I restarted nothing.\n") == [
+        "the report does not cite the evidence proxy_502",
+        "the report does not cite the evidence upstream_port_mismatch",
+    ]
+    assert verifier.judge([lookup], GOOD_REPORT.replace("42", "forty-two")) == ["the report does not say it is about incident 42"]
 
 
 def test_missing_artifact_is_an_infrastructure_failure_without_reward(verifier: ModuleType, tmp_path: Path) -> None:
@@ -146,3 +165,59 @@ def test_broken_chain_is_an_infrastructure_failure_without_reward(verifier: Modu
     with tarfile.open(tampered, "w") as tar:
         tar.add(unpacked / "audit", arcname="audit")
     assert _run(verifier, tmp_path, tampered, GOOD_REPORT) == (3, None)
+
+
+# Harbor 0.26.0's own verdicts (TaskConfig.model_validate_toml), recorded on 2026-11-30 with
+# `pip install harbor` in a Python 3.12 venv: the fixtures Harbor refuses outright. Everything
+# else parses in Harbor, including the silent mistakes (dropped keys, duplicate names, loopback
+# URLs, headers for old versions) that only our lint reports.
+LINT = Path(__file__).parent / "fixtures" / "lint"
+HARBOR_REJECTS = {
+    "harbor.allowed-hosts-invalid/fail.toml", "harbor.allowed-hosts-mode/fail.toml", "harbor.collect/fail.toml",
+    "harbor.command-required/fail.toml", "harbor.header-secret/fail.toml", "harbor.server-name/fail.toml",
+    "harbor.transport/fail.toml", "harbor.url-required/fail.toml",
+}
+HARBOR_READS = {  # task -> [(name, transport)] as Harbor 0.26 read them
+    "examples/harbor/incident-42/task.toml": [("checkrein", "streamable-http")],
+    "tests/configs/fixtures/clients/task.toml": [("tools", "streamable-http"), ("local", "stdio")],
+}
+
+
+def _harbor_task_fixtures() -> list[Path]:
+    out = []
+    for rule in sorted(LINT.iterdir()):
+        if rule.name.startswith("harbor.") and "judge" not in rule.name:
+            for which in ("pass", "fail"):
+                out.append(rule / which / "task.toml" if (rule / which).is_dir() else rule / f"{which}.toml")
+    return out
+
+
+def test_every_task_harbor_refuses_is_a_lint_error_and_every_passing_fixture_is_valid_harbor() -> None:
+    for path in _harbor_task_fixtures():
+        rel = path.relative_to(LINT).as_posix()
+        errors = lint_file(path, env={"TOKEN": "x"}).errors
+        if rel in HARBOR_REJECTS:
+            assert errors, f"Harbor refuses {rel} but lint found no error"
+        if "/pass" in rel:
+            assert rel not in HARBOR_REJECTS
+
+
+def test_our_reading_of_tasks_agrees_with_harbor() -> None:
+    repo = TASK.parents[2]
+    for rel, expected in HARBOR_READS.items():
+        ours = [(s.name, s.transport) for s in read_client_config(repo / rel).servers]
+        assert ours == expected
+    if importlib.util.find_spec("harbor") is None:  # the optional extra needs Python >= 3.12
+        return
+    from harbor.models.task.config import TaskConfig  # pragma: no cover - only with the extra
+
+    for rel, expected in HARBOR_READS.items():  # pragma: no cover
+        cfg = TaskConfig.model_validate_toml((repo / rel).read_text())
+        assert [(s.name, s.transport) for s in cfg.environment.mcp_servers] == expected
+    for path in _harbor_task_fixtures():  # pragma: no cover
+        try:
+            TaskConfig.model_validate_toml(path.read_text())
+            refused = False
+        except ValueError:
+            refused = True
+        assert refused == (path.relative_to(LINT).as_posix() in HARBOR_REJECTS)

@@ -1,5 +1,6 @@
-"""Behaviour over stdio: `checkrein serve` as a subprocess in front of two echo servers, driven by
-the official SDK client in both protocol eras; raw garbage lines on stdin; live drift."""
+"""Behaviour over stdio: `checkrein serve` as a subprocess in front of an echo server, driven by the
+official SDK client in both protocol eras; raw garbage lines on stdin; live drift. (Collisions and
+the other upstream transports are covered over HTTP, where one gateway serves many tests.)"""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("stdio-gateway")
     return write_config(
         directory,
-        [echo_server_config("a"), echo_server_config("b", "--legacy-only")],
-        policy={"allow": ["a__*", "b__echo"], "deny": ["a__crash"]},
+        [echo_server_config("a")],
+        policy={"allow": ["a__*"], "deny": ["a__crash", "a__f*"]},
     )
 
 
@@ -42,13 +43,13 @@ async def test_stdio_gateway_serves_both_eras(config: Path, mode: str) -> None:
         async with Client(gateway_stdio_params(config), mode=mode, cache=None) as c:  # type: ignore[arg-type]
             names = sorted(t.name for t in (await c.list_tools()).tools)
             a = await c.call_tool("a__echo", {"text": "from a"})
-            b = await c.call_tool("b__echo", {"text": "from b"})
-            denied = await c.call_tool("b__add", {"a": 1, "b": 2})
+            denied = await c.call_tool("a__fail", {})
             crash = await c.call_tool("a__crash", {})
             unknown = await c.call_tool("c__echo", {"text": "x"})
             read = await c.read_resource("checkrein://a/echo%3A%2F%2Freadme")
-    assert names == ["a__add", "a__echo", "a__fail", "a__mutate", "a__slow", "b__echo"]
-    assert (text_of(a), text_of(b)) == ("from a", "from b")
+    assert {"a__add", "a__echo", "a__slow"} <= set(names)
+    assert "a__crash" not in names
+    assert text_of(a) == "from a"
     assert denied.is_error and text_of(denied).startswith("denied by checkrein: ")
     assert crash.is_error and "(rule deny:a__crash)" in text_of(crash)
     assert unknown.is_error and "(rule catalog:not_found)" in text_of(unknown)
@@ -56,7 +57,8 @@ async def test_stdio_gateway_serves_both_eras(config: Path, mode: str) -> None:
     assert (config.parent / "checkrein.lock").exists(), "first start writes the lock (trust on first use)"
 
 
-async def test_live_drift_quarantines_and_notifies_the_client(config: Path) -> None:
+async def test_live_drift_quarantines_and_notifies_the_client(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [echo_server_config("a")], policy={"allow": ["a__*"]})
     changed = anyio.Event()
 
     async def on_message(message: IncomingMessage) -> None:
@@ -86,7 +88,8 @@ def read_lines(proc: subprocess.Popen[bytes]) -> queue.Queue[bytes]:
     return lines
 
 
-def test_garbage_on_stdin_gets_a_json_rpc_error_and_the_gateway_keeps_serving(config: Path) -> None:
+def test_garbage_on_stdin_gets_a_json_rpc_error_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [])  # no upstreams needed to speak JSON-RPC
     proc = subprocess.Popen(
         [sys.executable, "-m", "checkrein", "serve", "--config", str(config)],
         env=child_env(),
@@ -100,7 +103,11 @@ def test_garbage_on_stdin_gets_a_json_rpc_error_and_the_gateway_keeps_serving(co
         proc.stdin.write(b"this is not json\n")
         proc.stdin.flush()
         error = json.loads(lines.get(timeout=60))
-        assert error["jsonrpc"] == "2.0" and error["error"]["code"] == -32700
+        assert error["jsonrpc"] == "2.0" and error["error"]["code"] == -32700 and error["id"] is None
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 5, "method": 42}\n')
+        proc.stdin.flush()
+        invalid = json.loads(lines.get(timeout=60))
+        assert invalid["error"]["code"] == -32600 and invalid["id"] == 5
         init = {
             "jsonrpc": "2.0",
             "id": 7,

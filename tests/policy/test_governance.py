@@ -207,6 +207,14 @@ def test_resources_and_prompts_follow_globs_and_default() -> None:
     assert (d.effect, d.rule_id) == ("deny", "deny:secrets__*")
 
 
+def test_resources_respect_the_server_security_level() -> None:
+    p = policy(SERVERS + '[policy]\ndefault = "allow"\n', tool("fs__read"))
+    resource = replace(call("db__file:///x", identity=DAVE), kind="resource", server="db")
+    assert decide(p, resource, SessionState("s"), 0).rule_id == "identity.level:db"
+    allowed = replace(resource, identity=BOB)
+    assert decide(p, allowed, SessionState("s"), 0).effect == "allow"
+
+
 def test_policy_digest_changes_with_the_policy_and_the_tools() -> None:
     a = policy('[policy]\nallow = ["fs__*"]\n', tool("fs__read"))
     b = policy('[policy]\nallow = ["fs__*", "x"]\n', tool("fs__read"))

@@ -6,12 +6,18 @@ import os
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-ECHO = ("-m", "checkrein.testing.echo_server")
+import checkrein.testing.echo_server as echo_server
+
+# Run as a script path, not `-m`: that skips importing the checkrein package in every child
+# (about a quarter of the server's start-up), which matters for a suite that spawns many.
+ECHO = (echo_server.__file__,)
 
 
 @pytest.fixture(scope="module")
@@ -45,27 +51,39 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline_s: float 
     raise RuntimeError(f"echo server did not listen on port {port} within {deadline_s} s")
 
 
-def _serve(flag: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, **(extra_env or {})}
-    proc = subprocess.Popen(
-        [sys.executable, *ECHO, flag, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+class EchoHttpServer:
+    """The echo server as a subprocess on 127.0.0.1 (``--http`` or ``--sse``); stop and start at will."""
+
+    def __init__(self, flag: str = "--http", port: int | None = None) -> None:
+        self.flag = flag
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> EchoHttpServer:
+        self.proc = subprocess.Popen(
+            [sys.executable, *ECHO, self.flag, "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ),
+        )
+        _wait_listening(self.proc, self.port)
+        return self
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _serve(flag: str) -> Iterator[str]:
+    server = EchoHttpServer(flag).start()
     try:
-        _wait_listening(proc, port)
-        yield f"http://127.0.0.1:{port}"
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +99,55 @@ def sse_echo_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def fresh_http_echo_url() -> Iterator[str]:
-    """A Streamable HTTP echo server of its own (for tests that change the server's state)."""
-    yield from _serve("--http")
+def fresh_http_echo() -> Iterator[EchoHttpServer]:
+    """A Streamable HTTP echo server of its own (for tests that change or stop the server)."""
+    server = EchoHttpServer("--http").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+RAW_SERVER = textwrap.dedent(
+    """
+    # A hand-written MCP server (no SDK, so it starts fast): initialize, tools/list, tools/call.
+    # Tools: echo(text), and big() whose description and result are 1 MB.
+    import json, sys
+    big = "x" * 1_000_000
+    def send(obj):
+        data = json.dumps(obj)
+        # Write in pieces so the client sees one message spread over many pipe reads.
+        for i in range(0, len(data), 7000):
+            sys.stdout.write(data[i:i + 7000]); sys.stdout.flush()
+        sys.stdout.write("\\n"); sys.stdout.flush()
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        method, rid = msg["method"], msg["id"]
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25",
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}})
+        elif method == "tools/list":
+            sys.stdout.write("a stray log line on stdout\\n"); sys.stdout.flush()
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                {"name": "big", "description": big, "inputSchema": {"type": "object"}},
+                {"name": "echo", "inputSchema": {"type": "object"}}]}})
+        elif method == "tools/call" and msg["params"]["name"] == "echo":
+            text = msg["params"].get("arguments", {}).get("text", "")
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+        elif method == "tools/call":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": big}],
+                  "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "0"}}}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+    """
+)
+
+
+@pytest.fixture
+def raw_server(tmp_path: Path) -> Path:
+    """Path of a minimal hand-written stdio MCP server script (see RAW_SERVER)."""
+    script = tmp_path / "raw_server.py"
+    script.write_text(RAW_SERVER)
+    return script

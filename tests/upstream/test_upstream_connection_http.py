@@ -11,7 +11,7 @@ import pytest
 
 from checkrein.config import ServerConfig
 from checkrein.errors import UpstreamTimeout, UpstreamUnavailable
-from checkrein.upstream import McpUpstream
+from checkrein.upstream import Backoff, McpUpstream
 from checkrein.upstream.session import Era
 
 pytestmark = pytest.mark.anyio
@@ -59,13 +59,13 @@ async def test_http_timeout_raises_upstream_timeout(http_echo_url: str) -> None:
         assert text(await up.call_tool("echo", {"text": "ok"}, timeout_s=10)) == "ok"
 
 
-async def test_http_list_changed_refreshes_tools(fresh_http_echo_url: str) -> None:
+async def test_http_list_changed_refreshes_tools(http_echo_url: str) -> None:
     changed = anyio.Event()
 
     async def on_changed(server: str) -> None:
         changed.set()
 
-    async with running(http(fresh_http_echo_url), on_tools_changed=on_changed) as up:
+    async with running(http(http_echo_url), on_tools_changed=on_changed) as up:
         await up.call_tool("mutate", {}, timeout_s=10)
         with anyio.fail_after(10):
             await changed.wait()
@@ -87,3 +87,28 @@ async def test_legacy_sse_transport_calls_and_lists(sse_echo_url: str) -> None:
         assert up.info.transport == "sse" and up.info.protocol_version == "2025-11-25"
         assert text(await up.call_tool("echo", {"text": "over sse"}, timeout_s=10)) == "over sse"
         assert len(await up.tools()) >= 6
+
+
+async def test_http_server_going_away_fails_the_call_then_reconnects(fresh_http_echo: Any) -> None:
+    events: list[str] = []
+
+    async def on_event(event: str, fields: dict[str, Any]) -> None:
+        events.append(event)
+
+    async with running(http(fresh_http_echo.url), on_event=on_event, backoff=Backoff(initial_s=0.01)) as up:
+        assert text(await up.call_tool("echo", {"text": "a"}, timeout_s=10)) == "a"
+        fresh_http_echo.stop()
+        with anyio.fail_after(10):
+            with pytest.raises(UpstreamUnavailable):
+                await up.call_tool("echo", {"text": "b"}, timeout_s=10)
+        assert up.info.state in ("crashed", "failed")
+        fresh_http_echo.start()
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    result = await up.call_tool("echo", {"text": "c"}, timeout_s=10)
+                    break
+                except UpstreamUnavailable:
+                    await anyio.sleep(0.05)
+        assert text(result) == "c" and up.info.restarts == 1
+        assert events[0] == "upstream.start" and events[-1] == "upstream.restart" and "upstream.crash" in events

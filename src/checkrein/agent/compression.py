@@ -107,7 +107,10 @@ class CompressionOutcome:
     tokens_after: int
     summarized_messages: int = 0
     error: str | None = None
+    """Why a summary was attempted and not used (the model failed, or it did not shrink anything)."""
     usage: Usage = Usage()
+    skipped: str | None = None
+    """Why no summary was attempted although the threshold was passed (nothing old enough)."""
 
 
 async def compress(
@@ -121,6 +124,7 @@ async def compress(
     """Summarize older turns when ``messages`` exceed ``threshold`` tokens.
 
     Never raises for a model failure: the outcome then has ``error`` set and the original messages.
+    A summary that is not shorter than the turns it replaces is not used either.
     """
     before = counter(messages)
     original = list(messages)
@@ -128,7 +132,7 @@ async def compress(
         return CompressionOutcome(original, False, before, before)
     head, middle, tail = split_for_compression(messages, keep_last)
     if not middle:
-        return CompressionOutcome(original, False, before, before, error="nothing old enough to summarize")
+        return CompressionOutcome(original, False, before, before, skipped="nothing old enough to summarize")
     request: list[Message] = [
         {"role": "system", "content": SUMMARY_PROMPT},
         {"role": "user", "content": "\n\n".join(f"[{m.get('role')}] {_message_text(m)}" for m in middle)},
@@ -143,4 +147,8 @@ async def compress(
                                   usage=reply.usage)
     note: Message = {"role": "user", "content": f"[Summary of the earlier conversation]\n{summary}"}
     new = [*head, note, *tail]
-    return CompressionOutcome(new, True, before, counter(new), len(middle), None, reply.usage)
+    after = counter(new)
+    if after >= before:
+        return CompressionOutcome(original, False, before, before, len(middle),
+                                  "the summary was not shorter than what it replaced", reply.usage)
+    return CompressionOutcome(new, True, before, after, len(middle), None, reply.usage)

@@ -162,16 +162,22 @@ async def run_agent(
     query: str,
     trace: TraceWriter,
     settings: RunSettings | None = None,
+    *,
+    connect_s: float = 0.0,
 ) -> RunResult:
     """Run one query to an answer, the step limit, or an error; writes ``run_start`` .. ``run_end``.
+
+    ``connect_s`` is how long starting and connecting to the MCP server took (it is added to the
+    run's ``duration_s`` so a trace shows the time a user waited).
 
     Model and transport failures end the run with status ``error`` (recorded, not raised).
     """
     settings = settings or RunSettings()
     run = _Run(session, model, trace, settings)
-    started = time.monotonic()
+    started = time.monotonic() - connect_s
     trace.emit("run_start", model=model.name, query=query, max_steps=settings.max_steps,
-               compress_at_tokens=settings.compress_at_tokens, token_counter=token_counter_name())
+               compress_at_tokens=settings.compress_at_tokens, token_counter=token_counter_name(),
+               connect_s=round(connect_s, 3))
     result = RunResult("error", "", trace.trace_id, 0)
     messages: list[Message] = [
         {"role": "system", "content": settings.system_prompt},
@@ -219,6 +225,8 @@ async def _loop(run: _Run, query: str, messages: list[Message]) -> RunResult:
 async def _compress(run: _Run, messages: list[Message]) -> None:
     outcome = await compress(messages, run.model, threshold=run.settings.compress_at_tokens,
                              keep_last=run.settings.keep_last)
+    if outcome.skipped is not None:
+        return
     run.trace.emit(
         "compression", ok=outcome.compressed, tokens_before=outcome.tokens_before, tokens_after=outcome.tokens_after,
         summarized_messages=outcome.summarized_messages, error=outcome.error,

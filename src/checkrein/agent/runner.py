@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -118,21 +119,29 @@ async def run_query(
     A server that cannot start or dies is recorded in the trace and returned as status ``error``.
     """
     trace = TraceWriter.in_dir(trace_dir, trace_id or new_trace_id())
+    started = time.monotonic()
+    result: RunResult | None = None
     try:
         transport = stdio_client(target, errlog=errlog if errlog is not None else sys.stderr)
+        info = types.Implementation(name="checkrein-agent", version="0.1.0")
         try:
-            async with Client(transport, mode="legacy", client_info=types.Implementation(
-                name="checkrein-agent", version="0.1.0")) as client:
-                result = await run_agent(McpToolSession(client), model, query, trace, settings)
+            async with Client(transport, mode="legacy", client_info=info) as client:
+                connect_s = time.monotonic() - started
+                result = await run_agent(McpToolSession(client), model, query, trace, settings, connect_s=connect_s)
         except _CONNECT_ERRORS as raised:
             exc = _leaf(raised)
             if not isinstance(exc, TRANSPORT_ERRORS):
                 raise
-            error = f"cannot talk to the MCP server ({' '.join([target.command, *target.args])[:200]}): " \
-                    f"{type(exc).__name__}: {exc}"
-            trace.emit("error", where="connect", error=error[:500])
-            trace.emit("run_end", status="error", error=error[:500], answer="", steps=0, tool_calls=0, duration_s=0.0)
-            result = RunResult("error", "", trace.trace_id, 0, error=error)
+            command = " ".join([target.command, *target.args])[:200]
+            error = f"cannot talk to the MCP server ({command}): {type(exc).__name__}: {exc}"
+            if result is not None:
+                # The run already ended (and was recorded); only closing the connection failed.
+                trace.emit("error", where="disconnect", error=error[:500])
+            else:
+                trace.emit("error", where="connect", error=error[:500])
+                trace.emit("run_end", status="error", error=error[:500], answer="", steps=0, tool_calls=0,
+                           duration_s=round(time.monotonic() - started, 3))
+                result = RunResult("error", "", trace.trace_id, 0, error=error)
         return RunOutcome(result, trace.path)
     finally:
         trace.close()

@@ -74,7 +74,9 @@ class EventFactory:
             args_bytes = json.dumps(rec.arguments, sort_keys=True, default=repr, ensure_ascii=False).encode()
             degraded.append("audit.args_not_canonical")
         masked = frozenset(rec.redactions)
-        preview, redactions = r.preview(rec.arguments, "/args_preview", masked=masked)
+        preview, redactions = r.preview(
+            rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
+        )
 
         result: dict[str, Any] | None = None
         if rec.result is not None:
@@ -83,7 +85,7 @@ class EventFactory:
             except (TypeError, ValueError):
                 res_bytes = json.dumps(rec.result, sort_keys=True, default=repr, ensure_ascii=False).encode()
                 degraded.append("audit.result_not_canonical")
-            summary, res_red = r.preview(rec.result, "/result/summary")
+            summary, res_red = r.preview(rec.result, "/result/summary", scan=r.may_hold_secrets(res_bytes))
             redactions.extend(res_red)
             result = {
                 "size_bytes": len(res_bytes),

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .secrets import SecretFinder, find_builtin_secrets
+from .secrets import SecretFinder, builtin_may_match, find_builtin_secrets
 
 __all__ = ["MASK", "Redactor", "escape_pointer"]
 
@@ -64,6 +64,7 @@ class Redactor:
         budget_chars: int | None = None,
     ) -> None:
         self._finder: SecretFinder = secret_finder or find_builtin_secrets
+        self._builtin = secret_finder is None
         self._extra = tuple(_NORMALIZE.sub("", k.lower()) for k in extra_keys if k)
         self._max_chars = max_chars
         self._max_items = max_items
@@ -87,13 +88,20 @@ class Redactor:
             self._key_cache[key] = hit
         return hit
 
+    def may_hold_secrets(self, document: bytes) -> bool:
+        """False when the finder cannot match anywhere in the canonical JSON ``document`` (only
+        provable for the built-in finder; an injected finder is always run)."""
+        return not self._builtin or builtin_may_match(document)
+
     def preview(
-        self, value: Any, base: str, *, masked: frozenset[str] = frozenset()
+        self, value: Any, base: str, *, masked: frozenset[str] = frozenset(), scan: bool = True
     ) -> tuple[Any, list[str]]:
         """Return (redacted bounded copy, pointers of masked values). ``masked`` holds pointers
-        relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well."""
+        relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well.
+        ``scan=False`` skips the secret finder (pass it only when `may_hold_secrets` said so for
+        the canonical JSON of ``value``); key-based masking and bounds still apply."""
         pointers: list[str] = []
-        walk = _Walk(self, pointers, masked, base)
+        walk = _Walk(self, pointers, masked, base, scan)
         return walk.value(value, "", 0), pointers
 
     def mask_text(self, text: str) -> tuple[str, bool]:
@@ -125,10 +133,11 @@ class Redactor:
 
 
 class _Walk:
-    __slots__ = ("_budget", "_masked", "_pointers", "_r", "_base")
+    __slots__ = ("_base", "_budget", "_masked", "_pointers", "_r", "_scan")
 
-    def __init__(self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str) -> None:
+    def __init__(self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str, scan: bool) -> None:
         self._r = r
+        self._scan = scan
         self._pointers = pointers
         self._masked = masked
         self._base = base
@@ -201,15 +210,22 @@ class _Walk:
             inner = _loads_json_container(s)
             if inner is not None:
                 before = len(self._pointers)
+                scan = self._scan
+                if "\\u" in s:  # escapes can spell a secret the outer document hides: scan inside
+                    self._scan = True
                 sub = self.value(inner, ptr, depth + 1)
+                self._scan = scan
                 if len(self._pointers) > before:
                     # Pointers cannot reach inside a string: name the string once.
                     del self._pointers[before:]
                     self._pointers.append(self._base + ptr)
                     s = json.dumps(sub, ensure_ascii=False, separators=(",", ":"))
-        text, hit = r.mask_text(s)
-        if hit:
-            self._pointers.append(self._base + ptr)
+        if self._scan:
+            text, hit = r.mask_text(s)
+            if hit:
+                self._pointers.append(self._base + ptr)
+        else:
+            text = s
         limit = min(r._max_chars, max(self._budget, 0))
         if len(text) > limit:
             text = f"{text[:limit]}…[+{len(s) - limit} chars]"

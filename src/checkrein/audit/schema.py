@@ -58,7 +58,8 @@ def render(body: dict[str, Any]) -> tuple[bytes, str]:
     """(stored line including the newline, hash hex) of an event given without ``hash``."""
     raw = canonical_json(body)
     h = hashlib.sha256(raw).hexdigest()
-    return raw[:-1] + b',"hash":"' + h.encode() + b'"}\n', h
+    sep = b"" if raw == b"{}" else b","
+    return raw[:-1] + sep + b'"hash":"' + h.encode() + b'"}\n', h
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

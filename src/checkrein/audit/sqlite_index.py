@@ -7,15 +7,20 @@ JSONL segments, not this file, are what must survive a crash.
 
 from __future__ import annotations
 
+import collections
 import json
+import logging
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .segments import INDEX_FILE, iter_lines
 
-__all__ = ["Row", "SqliteIndex", "row_for", "rebuild_index"]
+__all__ = ["IndexWorker", "Row", "SqliteIndex", "rebuild_index", "row_for"]
+
+log = logging.getLogger("checkrein.audit")
 
 Row = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, float | None, str, str]
 
@@ -151,3 +156,65 @@ def iter_rows(directory: Path, sql: str, params: Iterable[Any]) -> list[tuple[An
         return list(db.execute(sql, tuple(params)))
     finally:
         db.close()
+
+
+class IndexWorker(threading.Thread):
+    """Inserts rows into the index on its own thread, so SQLite's C work overlaps the writer's
+    Python work on a second core. Failures are counted (``sqlite_errors``) and the rows kept in a
+    bounded backlog; calls are never denied for the index (it is derived: restart or `audit
+    reindex` repairs it)."""
+
+    BACKLOG_MAX = 100_000
+
+    def __init__(self, index: SqliteIndex, counters: dict[str, int]) -> None:
+        super().__init__(name="checkrein-audit-index", daemon=True)
+        self._index = index
+        self._c = counters
+        self._batches: collections.deque[list[Row]] = collections.deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._behind: list[Row] = []
+
+    def close_unstarted(self) -> None:
+        try:
+            self._index.close()
+        except sqlite3.Error as exc:
+            log.warning("closing audit index failed: %s", exc)
+
+    def submit(self, rows: list[Row]) -> None:
+        self._batches.append(rows)
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                rows: list[Row] = self._behind
+                while self._batches:
+                    rows.extend(self._batches.popleft())
+                if rows:
+                    self._insert(rows)
+                if self._stopping and not self._batches:
+                    return
+        finally:
+            try:
+                self._index.close()
+            except sqlite3.Error as exc:
+                log.warning("closing audit index failed: %s", exc)
+
+    def _insert(self, rows: list[Row]) -> None:
+        try:
+            self._index.insert(rows)
+            self._behind = []
+        except sqlite3.Error as exc:
+            self._c["sqlite_errors"] += 1
+            log.warning("audit index write failed: %s", exc)
+            self._behind = rows[-self.BACKLOG_MAX :]
+            if self._stopping:
+                return
+        self._c["sqlite_rows_behind"] = len(self._behind)

@@ -230,6 +230,21 @@ def open_audit_trail(
     `checkrein.testing.faulty_file`). Raises ``AuditError`` (bad key, damaged log) and
     ``AuditUnavailable`` (directory not writable while ``on_failure = "deny"``).
     """
+    trail, writer = prepare_trail(settings, base_dir, secret_finder=secret_finder, clock=clock, opener=opener)
+    writer.start()
+    return trail
+
+
+def prepare_trail(
+    settings: AuditSettings,
+    base_dir: Path,
+    *,
+    secret_finder: SecretFinder | None = None,
+    clock: Callable[[], float] = time.time,
+    opener: LogOpener | None = None,
+) -> tuple[AuditTrailImpl, Writer]:
+    """`open_audit_trail` without starting the writer thread (for benchmarks that drive the
+    writer another way). Same errors."""
     directory = resolve_audit_dir(settings, base_dir)
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -305,8 +320,7 @@ def open_audit_trail(
     if not writer.initial_flush() and settings.on_failure == "deny":
         writer.close_files()
         raise AuditUnavailable(f"cannot write the audit log in {directory}: {writer.last_error}")
-    writer.start()
-    return trail
+    return trail, writer
 
 
 def _open_index(directory: Path, log_id: str, next_seq: int, trail: AuditTrailImpl) -> SqliteIndex | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from .chain import Chain
 from .event import EventFactory
 from .record import CallRecord, LifecycleRecord
 from .segments import LogFile, LogOpener, fsync_dir, segment_name
-from .sqlite_index import Row, SqliteIndex, row_for
+from .sqlite_index import IndexWorker, Row, SqliteIndex, row_for
 
 __all__ = ["Waiter", "Writer"]
 
@@ -85,7 +84,7 @@ class Writer(threading.Thread):
         self._segment = segment_index
         self._good_size = segment_size
         self._dirty = False
-        self._index = index
+        self._index = IndexWorker(index, counters) if index is not None else None
         self._clock = clock
         self._c = counters
         self._every = checkpoint_every
@@ -98,7 +97,6 @@ class Writer(threading.Thread):
         self._pending: list[bytes] = []
         self._pending_rows: list[Row] = []
         self._pending_waiters: list[Waiter] = []
-        self._rows_behind: list[Row] = []
         self._failing = False
         self._failed_since = 0.0
         self._last_error = ""
@@ -113,6 +111,11 @@ class Writer(threading.Thread):
         self.wake.set()
 
     # --- thread body ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._index is not None:
+            self._index.start()
+        super().start()
 
     def run(self) -> None:
         try:
@@ -268,20 +271,9 @@ class Writer(threading.Thread):
         return True
 
     def _index_rows(self) -> None:
-        if self._index is None:
-            return
-        rows = self._rows_behind + self._pending_rows if self._rows_behind else self._pending_rows
-        self._pending_rows = []
-        try:
-            self._index.insert(rows)
-            self._rows_behind = []
-        except sqlite3.Error as exc:
-            # The index is a derived copy: count, keep a bounded backlog, and let reindex/restart
-            # repair the rest. Calls are not denied for it.
-            self._c["sqlite_errors"] += 1
-            log.warning("audit index write failed: %s", exc)
-            self._rows_behind = rows[-100_000:]
-        self._c["sqlite_rows_behind"] = len(self._rows_behind)
+        if self._index is not None and self._pending_rows:
+            rows, self._pending_rows = self._pending_rows, []
+            self._index.submit(rows)
 
     def _rotate(self) -> bool:
         nxt = self._segment + 1
@@ -339,7 +331,8 @@ class Writer(threading.Thread):
                 log.warning("closing audit segment failed: %s", exc.strerror)
             self._file = None
         if self._index is not None:
-            try:
-                self._index.close()
-            except sqlite3.Error as exc:
-                log.warning("closing audit index failed: %s", exc)
+            if self._index.is_alive():
+                self._index.stop()
+                self._index.join()
+            else:
+                self._index.close_unstarted()

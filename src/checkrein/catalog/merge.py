@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mcp.shared.tool_name_validation import TOOL_NAME_REGEX, validate_tool_name
-
 from checkrein.errors import ToolNotFound, ToolQuarantined
 
 from .lock import PinnedTool
@@ -113,6 +111,10 @@ def build_catalog(
     Tools whose names SEP-986 forbids, whose exposed name would exceed 128 characters, or that
     repeat a name already listed by the same server are skipped and reported in ``skipped``.
     """
+    # Imported here: importing `mcp` costs a second or more, and `checkrein.catalog` is imported by
+    # every command (through the policy), most of which never build a catalog.
+    from mcp.shared.tool_name_validation import TOOL_NAME_REGEX, validate_tool_name
+
     entries: dict[str, CatalogEntry] = {}
     skipped: list[SkippedTool] = []
     for server in sorted(tools_by_server):

@@ -70,9 +70,17 @@ def _report_start(gate: Gate) -> None:
 
 async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
     from checkrein.frontend import Authenticator, serve_http, serve_stdio
+    from checkrein.frontend.auth import LOOPBACK_HOSTS
 
     if transport is Transport.http:
-        Authenticator.from_config(config)  # an unset token variable is a config error, before any spawn
+        auth = Authenticator.from_config(config)  # an unset token variable is a config error, before any spawn
+        if host not in LOOPBACK_HOSTS and not auth.required:
+            raise ConfigError(
+                f"refusing to serve on {host} without a token: set [gateway] token (or env CHECKREIN_TOKEN), "
+                "or bind 127.0.0.1",
+                file=config.source,
+                key="gateway.token",
+            )
     async with build_gate(config) as gate:
         _report_start(gate)
         if transport is Transport.stdio:

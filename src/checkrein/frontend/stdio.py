@@ -37,8 +37,8 @@ def error_for(exc: Exception) -> types.JSONRPCError:
             return types.JSONRPCError(
                 jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not JSON")
             )
-        raw = errors[0].get("input") if errors else None
-        rid = raw.get("id") if isinstance(raw, dict) else None
+        # Errors carry only the failing part; a "missing field" one carries the whole object.
+        rid = next((e["input"].get("id") for e in errors if isinstance(e.get("input"), dict)), None)
         ok_id = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
         return types.JSONRPCError(
             jsonrpc="2.0",

@@ -6,11 +6,12 @@ Use the result as ``async with build_gate(config) as gate: ...``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
-from checkrein.config import Config
+from checkrein.config import Config, ServerConfig
 from checkrein.policy import ResultInspector
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
@@ -18,7 +19,20 @@ from checkrein.upstream.base import Upstream
 from .pipeline import Gate
 from .seams import Approver, Budget
 
-__all__ = ["NullAuditTrail", "build_gate"]
+__all__ = ["NullAuditTrail", "build_gate", "resolve_python"]
+
+_PYTHON_NAMES = frozenset({"python", "python3"})
+
+
+def resolve_python(server: ServerConfig) -> ServerConfig:
+    """A bare ``python``/``python3`` command means the interpreter running checkrein.
+
+    So ``python -m checkrein.servers.NAME`` (and the test servers) work from a virtualenv whose
+    ``bin`` is not on PATH; any other command is left as written.
+    """
+    if server.command in _PYTHON_NAMES:
+        return server.model_copy(update={"command": sys.executable})
+    return server
 
 
 class NullAuditTrail:
@@ -59,7 +73,8 @@ def build_gate(
             await gate.record_lifecycle(event, fields)
 
     if upstreams is None:
-        upstreams = UpstreamPool(config.servers, on_tools_changed=tools_changed, on_event=upstream_event)
+        servers = [resolve_python(s) for s in config.servers]
+        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event)
     gate = Gate(
         config,
         upstreams,

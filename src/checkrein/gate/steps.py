@@ -110,6 +110,21 @@ class CallContext:
     approval: dict[str, Any] | None = None
     degraded: tuple[str, ...] = ()
 
+    # Explicit constructors instead of `dataclasses.replace`, which introspects fields on every
+    # call: these run on every tools/call.
+    def resolved(self, call: ToolCall, entry: CatalogEntry | None) -> CallContext:
+        return CallContext(call, self.started, entry, self.decision, self.approval, self.degraded)
+
+    def decided(self, decision: Decision) -> CallContext:
+        degraded = (*self.degraded, *decision.degraded) if decision.degraded else self.degraded
+        return CallContext(self.call, self.started, self.entry, decision, self.approval, degraded)
+
+    def approved(self, approval: dict[str, Any]) -> CallContext:
+        return CallContext(self.call, self.started, self.entry, self.decision, approval, self.degraded)
+
+    def degrade(self, name: str) -> CallContext:
+        return CallContext(self.call, self.started, self.entry, self.decision, self.approval, (*self.degraded, name))
+
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
@@ -244,7 +259,7 @@ class AuditStep:
             return out
         self.gate.counters.denials += 1
         return deny(
-            replace(out.ctx, degraded=(*out.ctx.degraded, why)),
+            out.ctx.degrade(why),
             "audit.unavailable",
             "audit:unavailable",
             "the audit trail could not record this call, so its result is withheld",
@@ -276,8 +291,11 @@ class CatalogStep:
             except CheckreinError as exc:
                 gate.counters.quarantine_denials += 1
                 return deny(ctx, exc.code, "catalog:quarantined", exc.message)
-            new_call = replace(call, server=entry.server, tool=entry.tool)
-            return await call_next(replace(ctx, call=new_call, entry=entry))
+            new_call = ToolCall(
+                call.identity, call.session_id, call.trace_id, call.span_id, call.exposed_name, call.arguments,
+                entry.server, entry.tool, call.parent_span_id, call.kind, call.model,
+            )
+            return await call_next(ctx.resolved(new_call, entry))
         try:
             if call.kind == "resource":
                 server, original = split_resource_uri(call.exposed_name)
@@ -294,7 +312,7 @@ class CatalogStep:
             why = gate.unavailable_reason(named) or f"no server named {server!r}"
             return deny(ctx, "tool.not_found", "catalog:not_found", why, "not_found")
         new_call = replace(call, server=server, tool=original, exposed_name=named, arguments=args)
-        return await call_next(replace(ctx, call=new_call))
+        return await call_next(ctx.resolved(new_call, None))
 
 
 @dataclass
@@ -313,7 +331,7 @@ class WritableStep:
             return await call_next(ctx)
         if self.gate.config.audit.on_failure == "allow":
             self.gate.counters.audit_fail_open += 1
-            return await call_next(replace(ctx, degraded=(*ctx.degraded, "audit.fail_open")))
+            return await call_next(ctx.degrade("audit.fail_open"))
         self.gate.counters.audit_unavailable_denials += 1
         return deny(ctx, "audit.unavailable", "audit:unavailable", "the audit trail cannot record calls right now")
 
@@ -331,14 +349,12 @@ class PolicyStep:
             log.exception("policy raised on %s", ctx.call.exposed_name)
             code = exc.code if isinstance(exc, CheckreinError) else "policy.error"
             return deny(
-                replace(ctx, degraded=(*ctx.degraded, "policy.exception")),
+                ctx.degrade("policy.exception"),
                 code,
                 "policy:error",
                 f"the policy failed to decide ({type(exc).__name__})",
             )
-        ctx = replace(ctx, decision=decision)
-        if decision.degraded:
-            ctx = replace(ctx, degraded=(*ctx.degraded, *decision.degraded))
+        ctx = ctx.decided(decision)
         if decision.effect == "deny":
             return deny(ctx, decision.error_code or "policy.denied", decision.rule_id, decision.reason)
         return await call_next(ctx)
@@ -362,7 +378,7 @@ class ApprovalStep:
         key = (call.session_id, call.exposed_name, args_digest, self.gate.policy.digest)
         cached = self._grants.get(key)
         if cached is not None and cached.expires_at is not None and cached.expires_at > time.time():
-            return await call_next(replace(ctx, approval=_approval_dict(cached, reused=True)))
+            return await call_next(ctx.approved(_approval_dict(cached, reused=True)))
         if self.approver is None:
             counters.approval_failures += 1
             return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; approval is required but no approver is configured")
@@ -377,7 +393,7 @@ class ApprovalStep:
             counters.approval_failures += 1
             log.exception("approver raised")
             return deny(ctx, "approval.failed", d.rule_id, f"the approver failed ({type(exc).__name__})")
-        ctx = replace(ctx, approval=_approval_dict(answer))
+        ctx = ctx.approved(_approval_dict(answer))
         if not answer.granted:
             return deny(ctx, "approval.denied", d.rule_id, f"not approved by {answer.approver}: {answer.reason or 'denied'}")
         counters.approvals_granted += 1
@@ -445,7 +461,7 @@ class InspectStep:
         except Exception as exc:  # an inspector that fails withholds the result
             self.gate.counters.inspector_errors += 1
             log.exception("result inspector raised on %s", call.exposed_name)
-            ctx2 = replace(out.ctx, degraded=(*out.ctx.degraded, "inspect.exception"))
+            ctx2 = out.ctx.degrade("inspect.exception")
             return deny(ctx2, "inspect.error", "inspect:error", f"the result could not be inspected ({type(exc).__name__})")
         if any(f in ("untrusted", "injection") for f in inspection.flags):
             self.gate.sessions.taint(call.session_id, call.exposed_name)
@@ -474,9 +490,9 @@ class ForwardStep:
         attempts = 2 if gate.is_read_only(ctx) else 1
         for attempt in range(attempts):
             try:
-                # The upstream enforces timeout_s; the outer bound only guards against one that hangs.
-                with anyio.fail_after(timeout_s + 5.0):
-                    result = await self._send(upstream, call, timeout_s)
+                # The upstream enforces timeout_s (the `Upstream` contract: it never hangs); a second
+                # cancel scope here would cost as much as the rest of this step.
+                result = await self._send(upstream, call, timeout_s)
             except (UpstreamTimeout, TimeoutError):
                 gate.counters.upstream_timeouts += 1
                 return fail(ctx, "upstream.timeout", "timeout", f"{call.server!r} did not answer within {timeout_s:g} s")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -119,13 +118,27 @@ def _url_problem(value: str, hosts: tuple[str, ...]) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
 class CompiledConstraint:
-    tokens: tuple[str, ...]
-    pointer: str
-    spec: ArgConstraint
-    _pattern: re.Pattern[str] | None
-    _enum: tuple[Any, ...] | None
+    """One argument constraint with everything precomputed; `check` is pure."""
+
+    __slots__ = ("_enum", "_enum_str", "_hi", "_lo", "_max_len", "_needs_string", "_pattern", "pointer", "spec", "tokens")
+
+    def __init__(self, key: str, spec: ArgConstraint) -> None:
+        self.tokens = parse_pointer(key)
+        self.pointer = pointer_of(self.tokens)
+        self.spec = spec
+        self._pattern = re.compile(spec.pattern) if spec.pattern is not None else None
+        self._enum = tuple(spec.enum) if spec.enum is not None else None
+        # All-string enums (the usual case) are a set lookup; mixed ones use JSON equality.
+        self._enum_str = (
+            frozenset(e for e in spec.enum if isinstance(e, str))
+            if spec.enum is not None and all(isinstance(e, str) for e in spec.enum)
+            else None
+        )
+        self._lo, self._hi, self._max_len = spec.minimum, spec.maximum, spec.max_length
+        self._needs_string = (
+            self._pattern is not None or spec.roots is not None or spec.hosts is not None or spec.read_only_sql
+        )
 
     def check(self, arguments: Any, classify_sql: SqlClassifier | None) -> str | None:
         """None when the value satisfies the constraint (or is absent); else why not.
@@ -133,25 +146,36 @@ class CompiledConstraint:
         Raises ``RuntimeError`` when ``read_only_sql`` is set and no SQL classifier is available
         (the caller denies: fail closed).
         """
-        v = _lookup(arguments, self.tokens)
+        tokens = self.tokens
+        if len(tokens) == 1 and isinstance(arguments, dict):
+            v = arguments.get(tokens[0], _MISSING)
+        else:
+            v = _lookup(arguments, tokens)
         if v is _MISSING:
             return None
-        c = self.spec
-        if self._enum is not None and not any(json_equal(v, o) for o in self._enum):
+        if self._enum_str is not None:
+            if not (isinstance(v, str) and v in self._enum_str):
+                return f"is not one of {list(self._enum or ())}"
+        elif self._enum is not None and not any(json_equal(v, o) for o in self._enum):
             return f"is not one of {list(self._enum)}"
-        if c.minimum is not None or c.maximum is not None:
+        lo, hi = self._lo, self._hi
+        if lo is not None or hi is not None:
             if not _is_number(v):
                 return "must be a number"
-            if c.minimum is not None and v < c.minimum:
-                return f"is less than the minimum {c.minimum:g}"
-            if c.maximum is not None and v > c.maximum:
-                return f"is greater than the maximum {c.maximum:g}"
-        if c.max_length is not None and isinstance(v, str | list | dict) and len(v) > c.max_length:
-            return f"is longer than {c.max_length}"
-        needs_string = self._pattern is not None or c.roots is not None or c.hosts is not None or c.read_only_sql
-        if needs_string and not isinstance(v, str):
+            if lo is not None and v < lo:
+                return f"is less than the minimum {lo:g}"
+            if hi is not None and v > hi:
+                return f"is greater than the maximum {hi:g}"
+        if self._max_len is not None and isinstance(v, str | list | dict) and len(v) > self._max_len:
+            return f"is longer than {self._max_len}"
+        if not self._needs_string:
+            return None
+        if not isinstance(v, str):
             return "must be a string"
-        text: str = v if isinstance(v, str) else ""
+        return self._check_text(v, classify_sql)
+
+    def _check_text(self, text: str, classify_sql: SqlClassifier | None) -> str | None:
+        c = self.spec
         if self._pattern is not None:
             if len(text) > (c.max_length if c.max_length is not None else _PATTERN_MAX_INPUT):
                 return "is too long to check against the pattern"
@@ -175,11 +199,4 @@ class CompiledConstraint:
 
 
 def compile_constraint(key: str, spec: ArgConstraint) -> CompiledConstraint:
-    tokens = parse_pointer(key)
-    return CompiledConstraint(
-        tokens=tokens,
-        pointer=pointer_of(tokens),
-        spec=spec,
-        _pattern=re.compile(spec.pattern) if spec.pattern is not None else None,
-        _enum=tuple(spec.enum) if spec.enum is not None else None,
-    )
+    return CompiledConstraint(key, spec)

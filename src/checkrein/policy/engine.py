@@ -27,6 +27,7 @@ from typing import Any
 from checkrein.canonical import digest
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
+from checkrein.config.gateway import SecurityLevel
 from checkrein.config.policy import ArgKind
 from checkrein.policy.analyzers.api import Resolver, ScanContext
 
@@ -34,7 +35,14 @@ from .bounds import argument_problem
 from .call import Identity, SessionState, ToolCall
 from .constraints import CompiledConstraint, SqlClassifier, compile_constraint, parse_pointer, pointer_of
 from .decision import Decision, Finding, RiskLevel
-from .governance import GlobSet, GovernanceTables, ToolGovernance, govern_tool, identity_problem
+from .governance import (
+    GlobSet,
+    GovernanceTables,
+    ToolGovernance,
+    govern_tool,
+    identity_problem,
+    level_problem,
+)
 from .schema import CompiledSchema, compile_schema
 
 __all__ = [
@@ -103,6 +111,8 @@ class CompiledPolicy:
     """Why the analyzers could not be loaded (calls needing them are denied), or None."""
     other_allow: GlobSet = field(default_factory=lambda: GlobSet(()))
     other_deny: GlobSet = field(default_factory=lambda: GlobSet(()))
+    servers: Mapping[str, tuple[SecurityLevel, frozenset[str]]] = field(default_factory=dict)
+    """Server name -> (security level, listed identities or roles), for resources and prompts."""
 
     def risk_of(self, exposed: str) -> RiskLevel:
         plan = self.plans.get(exposed)
@@ -155,7 +165,7 @@ def compile_policy(
     """Compile ``config`` against the pinned ``tools`` (exposed name -> definition).
 
     ``scanner`` replaces `scan_arguments` (tests, benchmarks); ``resolver`` is handed to the URL
-    analyzer when ``[policy.urls] resolve_dns`` is on; ``schema_cache`` (tool digest -> compiled
+    analyzer when ``[policy.urls] resolve_dns`` is on; ``schema_cache`` (digest of an inputSchema -> compiled
     schema) lets a reload reuse the schemas of unchanged tools. Never raises for a bad tool schema
     (calls to that tool are denied instead).
     """
@@ -165,19 +175,32 @@ def compile_policy(
     p = config.policy
     tables = GovernanceTables.build(config)
     cache: MutableMapping[str, CompiledSchema] = schema_cache if schema_cache is not None else {}
+    kinds_cache: dict[str, dict[str, ArgKind]] = {}
     plans: dict[str, ToolPlan] = {}
     for exposed, definition in tools.items():
         g = govern_tool(tables, exposed, definition)
-        key = definition.digest
-        compiled = cache.get(key)
+        # Keyed by the schema alone (not the whole definition): tools that differ only in name or
+        # description share one compiled schema.
+        try:
+            key: str | None = digest(definition.input_schema)
+        except (TypeError, ValueError):  # not JSON (NaN, odd types): compiled alone, and invalid
+            key = None
+        compiled = cache.get(key) if key is not None else None
         if compiled is None:
-            compiled = cache[key] = compile_schema(definition.input_schema)
+            compiled = compile_schema(definition.input_schema)
+            if key is not None:
+                cache[key] = compiled
         rule = g.rule
         arg_specs = rule.args if rule is not None else {}
         constraints = tuple(compile_constraint(k, c) for k, c in arg_specs.items())
         kinds: dict[str, ArgKind] = {}
         if kinds_from_schema is not None:
-            kinds.update(kinds_from_schema(definition.input_schema))
+            schema_kinds = kinds_cache.get(key) if key is not None else None
+            if schema_kinds is None:
+                schema_kinds = dict(kinds_from_schema(definition.input_schema))
+                if key is not None:
+                    kinds_cache[key] = schema_kinds
+            kinds.update(schema_kinds)
         for k, c in arg_specs.items():
             if c.kind is not None:
                 kinds[pointer_of(parse_pointer(k))] = c.kind
@@ -217,6 +240,7 @@ def compile_policy(
         analyzers_missing=missing,
         other_allow=tables.allow,
         other_deny=tables.deny,
+        servers=tables.servers,
     )
 
 
@@ -342,13 +366,18 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
 def _decide_other(policy: CompiledPolicy, call: ToolCall) -> Decision:
     """Resources and prompts: deny/allow globs and the default over the exposed name or URI.
 
-    Templates treat them as reads (allowed by all three); an explicit default wins.
+    The server's security level applies as for tools. Templates treat them as reads (allowed by all
+    three); an explicit default wins.
     """
     name = call.exposed_name
     p = policy.config.policy
     hit = policy.other_deny.first_match(name)
     if hit is not None:
         return Decision("deny", f"deny:{hit}", (f"{name} matches deny rule {hit!r}",), error_code="policy.denied")
+    level, listed = policy.servers.get(call.server, ("low", frozenset()))
+    who = level_problem(call.server, level, listed, call.identity)
+    if who is not None:
+        return who
     hit = policy.other_allow.first_match(name)
     if hit is not None:
         return Decision("allow", f"allow:{hit}", (f"{name} matches allow rule {hit!r}",), "low")

@@ -39,7 +39,15 @@ from .call import Identity
 from .decision import Decision, RiskLevel
 from .templates import TEMPLATES, Classification, Template, classify
 
-__all__ = ["GlobSet", "ToolGovernance", "effective_rule", "govern_tool", "identity_problem"]
+__all__ = [
+    "GlobSet",
+    "GovernanceTables",
+    "ToolGovernance",
+    "effective_rule",
+    "govern_tool",
+    "identity_problem",
+    "level_problem",
+]
 
 
 def _is_glob(pattern: str) -> bool:
@@ -124,27 +132,36 @@ class ToolGovernance:
     finding_effects: Mapping[str, FindingEffect] = field(default_factory=dict)
 
 
-def identity_problem(g: ToolGovernance, identity: Identity) -> Decision | None:
-    """A deny decision when ``identity`` may not call the tool (server level or tool roles)."""
-    if g.level == "high":
-        if not identity.authenticated or (
-            identity.user not in g.server_identities and g.server_identities.isdisjoint(identity.roles)
-        ):
+def level_problem(
+    server: str, level: SecurityLevel, listed: frozenset[str], identity: Identity, risk: RiskLevel = "unknown"
+) -> Decision | None:
+    """A deny decision when ``identity`` may not use ``server`` at its ``security_level``."""
+    if level == "high":
+        if not identity.authenticated or (identity.user not in listed and listed.isdisjoint(identity.roles)):
             return Decision(
                 "deny",
-                f"identity.level:{g.server}",
-                (f"server {g.server!r} has security level high and {identity.user!r} is not listed for it",),
-                g.risk,
+                f"identity.level:{server}",
+                (f"server {server!r} has security level high and {identity.user!r} is not listed for it",),
+                risk,
                 error_code="policy.denied",
             )
-    elif g.level == "medium" and not identity.authenticated:
+    elif level == "medium" and not identity.authenticated:
         return Decision(
             "deny",
-            f"identity.level:{g.server}",
-            (f"server {g.server!r} has security level medium and the caller is not authenticated",),
-            g.risk,
+            f"identity.level:{server}",
+            (f"server {server!r} has security level medium and the caller is not authenticated",),
+            risk,
             error_code="policy.denied",
         )
+    return None
+
+
+def identity_problem(g: ToolGovernance, identity: Identity) -> Decision | None:
+    """A deny decision when ``identity`` may not call the tool (server level or tool roles)."""
+    if g.level != "low":
+        problem = level_problem(g.server, g.level, g.server_identities, identity, g.risk)
+        if problem is not None:
+            return problem
     if g.roles and identity.user not in g.roles and g.roles.isdisjoint(identity.roles):
         return Decision(
             "deny",

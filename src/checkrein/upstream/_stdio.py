@@ -30,6 +30,7 @@ from checkrein.errors import UpstreamUnavailable
 __all__ = ["StderrTail", "StdioProcess", "open_stdio"]
 
 logger = logging.getLogger("checkrein.upstream.stdio")
+_stderr_log = logging.getLogger("checkrein.upstream.stderr")
 
 _EXIT_GRACE_S = 2.0
 """How long a server may take to exit after its stdin closes before its process group is killed."""
@@ -38,9 +39,14 @@ _MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 class StderrTail:
-    """The last ``max_lines`` lines a server wrote to stderr (each cut to ``max_line_chars``)."""
+    """The last ``max_lines`` lines a server wrote to stderr (each cut to ``max_line_chars``).
 
-    def __init__(self, max_lines: int = 200, max_line_chars: int = 2000) -> None:
+    With ``log_as``, every line is also logged at DEBUG on ``checkrein.upstream.stderr`` under
+    that server name, for operators who want the servers' own logs.
+    """
+
+    def __init__(self, max_lines: int = 200, max_line_chars: int = 2000, *, log_as: str | None = None) -> None:
+        self._log_as = log_as
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._partial = b""
         self._max_line_chars = max_line_chars
@@ -51,7 +57,10 @@ class StderrTail:
         data = self._partial + chunk
         *lines, self._partial = data.split(b"\n")
         for line in lines:
-            self._lines.append(line.decode("utf-8", "replace").rstrip("\r")[: self._max_line_chars])
+            text = line.decode("utf-8", "replace").rstrip("\r")[: self._max_line_chars]
+            self._lines.append(text)
+            if self._log_as is not None:
+                _stderr_log.debug("[%s] %s", self._log_as, text)
         if len(self._partial) > self._max_line_chars * 4:
             # A server writing one endless line: keep a bounded prefix.
             self._lines.append(self._partial.decode("utf-8", "replace")[: self._max_line_chars])
@@ -137,29 +146,25 @@ async def open_stdio(
 
     async def pump_stdout() -> None:
         assert process.stdout is not None
-        buffer = b""
+        # Chunks of a line still being received; joined once its newline arrives, so a large
+        # message costs one copy rather than one per chunk.
+        pending: list[bytes] = []
+        pending_size = 0
         try:
             async with read_send:
                 async for chunk in process.stdout:
-                    buffer += chunk
                     if b"\n" not in chunk:
-                        if len(buffer) > _MAX_LINE_BYTES:
+                        pending.append(chunk)
+                        pending_size += len(chunk)
+                        if pending_size > _MAX_LINE_BYTES:
                             process_info.bad_output = f"a line longer than {_MAX_LINE_BYTES} bytes"
                             return
                         continue
-                    *lines, buffer = buffer.split(b"\n")
+                    *lines, rest = b"".join([*pending, chunk]).split(b"\n")
+                    pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
                     for line in lines:
-                        if not line.strip():
-                            continue
-                        try:
-                            item: SessionMessage | Exception = SessionMessage(
-                                types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                            )
-                        except ValueError as exc:
-                            if process_info.bad_output is None:
-                                process_info.bad_output = line.decode("utf-8", "replace")[:200]
-                            item = exc
-                        await read_send.send(item)
+                        if line.strip():
+                            await read_send.send(_parse(line, process_info))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             logger.debug("stdout pump of pid %s stopped", process.pid)
         finally:
@@ -201,6 +206,16 @@ async def open_stdio(
                 await read_recv.aclose()
                 await _stop(process)
             tg.cancel_scope.cancel()
+
+
+def _parse(line: bytes, process_info: StdioProcess) -> SessionMessage | Exception:
+    """One stdout line as a message, or the parse error as a value for the session to surface."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        if process_info.bad_output is None:
+            process_info.bad_output = line.decode("utf-8", "replace")[:200]
+        return exc
 
 
 async def _stop(process: anyio.abc.Process) -> None:

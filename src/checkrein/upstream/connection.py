@@ -40,7 +40,7 @@ import checkrein
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import ServerConfig, expand_env
 from checkrein.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from checkrein.upstream._stdio import StdioProcess, open_stdio
+from checkrein.upstream._stdio import StderrTail, StdioProcess, open_stdio
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.wire import strip_identifying_meta, tool_definition
@@ -186,8 +186,15 @@ class McpUpstream:
         return self._last_process.stderr.tail(lines) if self._last_process else []
 
     async def start(self) -> None:
-        """Connect and fetch tools, resources and prompts. Raises ``UpstreamUnavailable`` on failure."""
+        """Connect and fetch tools, resources and prompts. Raises ``UpstreamUnavailable`` on failure.
+
+        A no-op while the upstream is already connected.
+        """
         async with self._restart_lock:
+            if self._link is not None and not self._link.dead:
+                return
+            if self._closed:
+                raise UpstreamUnavailable(f"{self.name}: the upstream is closed")
             self._state = "starting"
             try:
                 await self._connect()
@@ -329,7 +336,7 @@ class McpUpstream:
 
     async def _start_link(self, era: Era) -> _Link:
         assert self._tg is not None
-        process = StdioProcess() if self.config.transport == "stdio" else None
+        process = StdioProcess(stderr=StderrTail(log_as=self.name)) if self.config.transport == "stdio" else None
         self._last_process = process
         try:
             link: _Link = await self._tg.start(self._run_link, era, process)
@@ -388,7 +395,10 @@ class McpUpstream:
             if not started or link is None:
                 raise  # tg.start() hands it to _start_link
             # After start nothing may escape into the shared task group; the link just ends.
-            logger.exception("%s: connection ended with an error", self.name)
+            if link.dead:
+                logger.debug("%s: teardown of a dead connection raised: %s", self.name, _describe(exc))
+            else:
+                logger.exception("%s: connection ended with an error", self.name)
             await self._link_lost(link, f"connection failed: {_describe(exc)}")
 
     async def _open_link(

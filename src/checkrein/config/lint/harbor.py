@@ -171,7 +171,7 @@ def _lint_artifacts(report: Report, text: str, data: Mapping[str, Any]) -> None:
                 if not entry.startswith("/"):
                     report.add("harbor.artifact", line, f"artifact {entry!r} is not an absolute path")
             elif isinstance(entry, dict):
-                unknown = sorted(set(entry) - {"source", "destination", "service"})
+                unknown = sorted(set(entry) - {"source", "destination", "service", "exclude"})
                 src, dest = entry.get("source"), entry.get("destination")
                 if unknown:
                     report.add("harbor.artifact", line, f"artifact has unknown keys {unknown}")

@@ -309,6 +309,7 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             elif strict or compact:
                 add("unc_path", "UNC path to a network share", form)
         absolute = rest.startswith("/") or bool(drive)
+        inside_roots = False
         if strict:
             if path.startswith("~"):
                 add("home_expansion", "`~` expands to a home directory", form)
@@ -316,11 +317,12 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
                 add("wildcard_segment", "a path segment made only of `?`", form)
             if drive:
                 add("windows_drive", f"Windows drive path {drive.upper()}", form)
-            if ctx.path_roots and not _within(path, ctx.path_roots):
+            inside_roots = bool(ctx.path_roots) and _within(path, ctx.path_roots)
+            if ctx.path_roots and not inside_roots:
                 add("outside_roots", "path is outside the allowed roots", form)
         if sensitive is not None and (strict or (compact and (absolute or climb or sensitive in _STRONG_NAMES))):
             add("sensitive_file", f"sensitive file or directory {sensitive!r}", form)
-        if absolute and (strict or compact):
+        if absolute and (strict or compact) and not (strict and inside_roots):
             first = next((s.lower() for s in segs if s not in ("", ".")), "")
             if first in _SYSTEM_DIRS:
                 add("system_path", f"absolute path into system directory {first!r}", form)

@@ -8,6 +8,7 @@ each is skipped unless its prefix occurs in the text (a substring test), so scan
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -55,8 +56,16 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _r("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E, 0, 3.0),
     _r("github_token", ("github_pat_",), _B + r"github_pat_[A-Za-z0-9_]{50,255}", 0, 3.0),
-    _r("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-", "gloas-"), _B + r"gl(?:pat|dt|rt|ptt|soat|ft|cbt|oas)-[A-Za-z0-9_\-]{20,64}", 0, 3.0),
-    _r("slack_token", ("xox",), _B + r"xox[abposre]-(?:\d{1,20}-){0,3}[A-Za-z0-9\-]{8,255}", 0, 2.5),
+    _r(
+        "gitlab_token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-", "gloas-", "glimt-", "glagent-"),
+        _B + r"(?:gl(?:pat|dt|rt|soat|ft|imt)-[A-Za-z0-9_\-]{20}|glpat-[A-Za-z0-9_\-]{27,300}\.[0-9a-z]{2}\.[0-9a-z]{7,9}"
+        r"|glptt-[0-9a-f]{40}|gloas-[0-9a-f]{64}|glagent-[A-Za-z0-9_\-]{50,1024}|glcbt-[0-9a-f]{1,5}_[A-Za-z0-9_\-]{20})(?![A-Za-z0-9_\-])",
+        0,
+        3.0,
+    ),
+    _r("slack_token", ("xox",), _B + r"xox[abprs]-(?:\d{8,14}-){1,3}[A-Za-z0-9]{16,64}" + _E, 0, 3.0),
+    _r("slack_token", ("xoxe",), _B + r"xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{140,170}" + _E),
     _r("slack_token", ("xapp-",), _B + r"xapp-\d-[A-Z0-9]{8,}-\d{8,}-[a-z0-9]{16,}"),
     _r("slack_webhook", ("hooks.slack.com",), r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120}"),
     _r("stripe_key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "pk_live_"), _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,255}", 0, 3.0),
@@ -64,7 +73,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("google_service_account", ("service_account",), r"\"type\"\s{0,3}:\s{0,3}\"service_account\""),
     _r("anthropic_key", ("sk-ant-",), _B + r"sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{32,255}", 0, 3.0),
     _r("openai_key", ("sk-",), _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,255}(?:T3BlbkFJ[A-Za-z0-9_\-]{10,255})?", 0, 3.5),
-    _r("jwt", ("eyj",), _B + r"eyJ[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{4,8192}\.[A-Za-z0-9_\-]{0,4096}", 0, 3.0),
+    _r("jwt", ("eyj",), _B + r"eyJ[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{4,8192}(?:\.[A-Za-z0-9_\-]{0,4096})?", 0, 3.0),
     _r("npm_token", ("npm_",), _B + r"npm_[A-Za-z0-9]{36}" + _E, 0, 3.0),
     _r("pypi_token", ("pypi-",), _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
     _r("sendgrid_key", ("sg.",), _B + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
@@ -83,7 +92,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("grafana_token", ("glc_", "glsa_"), _B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
     _r("atlassian_token", ("atatt",), _B + r"ATATT3[A-Za-z0-9_\-=]{186}"),
     _r("notion_token", ("ntn_", "secret_"), _B + r"(?:ntn_\d{11}[A-Za-z0-9]{32}[A-Za-z0-9]{3}|secret_[A-Za-z0-9]{43})" + _E, 0, 3.0),
-    _r("sourcegraph_token", ("sgp_",), _B + r"sgp_(?:[a-f0-9]{16}|local)_[a-f0-9]{40}"),
+    _r("sourcegraph_token", ("sgp_",), _B + r"sgp_(?:(?:[a-fA-F0-9]{16}|local)_)?[a-fA-F0-9]{40}" + _E),
     _r("snyk_or_uuid_key", ("snyk",), r"(?i)snyk[a-z0-9_.\-]{0,20}[\"']?\s{0,3}(?::=|=>|=|:)\s{0,3}[\"']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", 1),
     _r("onepassword_key", ("a3-", "ops_"), _B + r"(?:A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}|ops_eyJ[A-Za-z0-9+/]{250,}={0,3})"),
     _r("age_secret_key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
@@ -91,21 +100,30 @@ _RULES: tuple[_Rule, ...] = (
     _r("azure_client_secret", ("q~",), _B + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _E, 0, 3.0),
     _r("bearer_token", ("bearer",), r"(?i)\bbearer\s{1,4}([A-Za-z0-9_\-.~+/]{16,2048}=*)", 1, 3.0),
     _r("basic_auth", ("basic",), r"(?i)\bauthorization:\s{0,4}basic\s{1,4}([A-Za-z0-9+/]{8,1024}={0,2})", 1, 2.5),
+    _r(
+        "authorization_header",
+        ("authorization",),
+        r"(?i)\bauthorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?(?:(?:token|api-token|apikey|key|digest|sso-key)\s{1,4})?([A-Za-z0-9_\-.~+/@=]{16,2048})",
+        1,
+        3.0,
+    ),
     _r("url_credentials", ("://",), r"[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.\-\[\]]{1,255}", 1, 0.0),
     _r("curl_user", ("-u", "--user"), r"(?:\s|^)(?:-u|--user)[\s=]{1,3}[\"']?[^\s:\"'$]{1,64}:([^\s\"'$]{4,128})[\"']?", 1, 2.0),
 )
 
 _KEYWORDS = re.compile(
     r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|auth[_.\-]?key"
-    r"|private[_.\-]?key|client[_.\-]?secret|credentials?|api[_.\-]?token|auth|session[_.\-]?id|cookie)"
+    r"|private[_.\-]?key|client[_.\-]?secret|credentials?|api[_.\-]?token|auth|session[_.\-]?id|cookie"
+    r"|(?<=[_.\-])(?:key|pw)(?![a-z])|(?-i:(?<=[a-z])(?:Key|Token|Secret)))"
 )
 _KEYWORD_PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "session", "cookie")
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PLACEHOLDER_WORDS = (
     "xxxx", "****", "fake", "example", "dummy", "placeholder", "changeme", "change_me", "change-me",
-    "your_", "your-", "yourpass", "redacted", "<", ">", "todo", "sample", "insert", "replace", "...",
+    "your_", "your-", "yourpass", "redacted", "todo", "sample", "insert", "replace", "...",
     "****", "mypassword", "password1", "secret123", "notreal", "not_real", "foobar", "lorem",
 )  # fmt: skip
+_REFERENCE_PREFIXES = ("os.", "process.", "env.", "config.", "settings.", "self.", "this.", "request.", "params.", "args.", "vault:", "secrets.")
 _NON_SECRET_VALUES = frozenset(
     {
         "null", "none", "nil", "true", "false", "undefined", "password", "secret", "token", "string",
@@ -123,21 +141,43 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
 
 
-def is_placeholder(value: str) -> bool:
-    """Template variables, references, masks and well-known dummy values are not secrets."""
+_CALL = re.compile(r"[A-Za-z_][\w.]{0,80}\(.{0,200}\)")
+
+
+def _dummy(value: str) -> bool:
+    """Masked or dummy token bodies: `xxxx`, `EXAMPLE`, `<...>`, long runs of one character."""
+    lowered = value.lower()
+    if "xxxx" in lowered or "example" in lowered or "****" in lowered or "####" in lowered or "<" in lowered:
+        return True
+    run = 1
+    for a, b in zip(lowered, lowered[1:], strict=False):
+        run = run + 1 if a == b else 1
+        if run >= 8:
+            return True
+    return False
+
+
+def is_placeholder(value: str, *, references: bool = True) -> bool:
+    """Template variables, masks and well-known dummy values are not secrets. With ``references``,
+    bare identifiers and calls (`db_password`, `os.getenv("X")`) also count as references to a
+    secret rather than the secret itself."""
     v = value.strip()
     lowered = v.lower()
     if len(v) < 6 or lowered in _NON_SECRET_VALUES:
         return True
-    if v.startswith(("$", "%", "{{", "#{", "@{", "<", "[", "&", "*")) or v.endswith(("}}", "%")):
+    if (v.startswith("${") and v.endswith("}")) or (v.startswith("{{") and v.endswith("}}")):
         return True
-    if any(w in lowered for w in _PLACEHOLDER_WORDS):
+    if (v.startswith("<") and v.endswith(">")) or (v.startswith("[") and v.endswith("]")) or v.startswith(("%", "#{", "@{")):
         return True
-    if len(set(lowered)) <= 2:
+    if v.startswith("$") and (v[1:].replace("_", "").isalnum() or v[1:2] == "("):
         return True
-    if "(" in v or lowered.startswith(("os.", "process.", "env.", "config.", "settings.", "self.", "this.", "request.", "params.", "args.", "vault:", "secrets.")):
+    if any(w in lowered for w in _PLACEHOLDER_WORDS) or len(set(lowered)) <= 2:
         return True
-    # An identifier (lower_snake, camelCase) is a reference to a variable, not a value.
+    if not references:
+        return False
+    if _CALL.fullmatch(v) is not None or lowered.startswith(_REFERENCE_PREFIXES):
+        return True
+    # An identifier (lower_snake, camelCase) names a variable; it is not the value.
     return v.replace("_", "").isalpha() and (v.islower() or v[0].islower()) and len(v) < 32 and shannon_entropy(v) < 3.6
 
 
@@ -166,11 +206,12 @@ def _keyword_spans(text: str) -> list[SecretSpan]:
         while j < n and text[j] in " \t" and j - i < 5:
             j += 1
         op = ""
-        for candidate in (":=", "=>", "===", "==", "!==", "!=", "=", ":", " "):
+        for candidate in (":::=", "::=", ":=", "?=", "=>", "===", "==", "!==", "!=", "=", ":", " "):
             if text.startswith(candidate, j):
                 op = candidate
                 break
-        if op in ("", " ", "===", "==", "!==", "!=") or (op == ":" and text.startswith("//", j + 1)):
+        comparison = op in ("===", "==", "!==", "!=")
+        if op == "" or (op == " " and text[j + 1 : j + 2] not in ('"', "'")) or (op == ":" and text.startswith("//", j + 1)):
             continue
         j += len(op)
         while j < n and text[j] in " \t@" and j - i < 12:
@@ -185,11 +226,15 @@ def _keyword_spans(text: str) -> list[SecretSpan]:
                 continue
         else:
             end = start
-            while end < n and end - start < 512 and not text[end].isspace() and text[end] not in "\"'`,;)}]&":
+            while end < n and end - start < 512 and not text[end].isspace() and text[end] not in "\"'`,;&":
                 end += 1
         value = text[start:end]
-        if is_placeholder(value):
+        if (comparison and not quote) or is_placeholder(value):
             continue
+        if word.lower() in ("key", "pw") and (
+            len(value) < 20 or shannon_entropy(value) < 2.5 or not any(c.isdigit() for c in value) or key.startswith(("public", "pub_"))
+        ):
+            continue  # a bare `_key` suffix names many non-secrets (`sort_key`); demand a key-like value
         if not quote and shannon_entropy(value) < 2.5:
             continue
         spans.append(SecretSpan(start, end, "password" if "pass" in key or "pwd" in key else "credential"))
@@ -205,6 +250,16 @@ def _comparison_spans(text: str) -> list[SecretSpan]:
     return spans
 
 
+def _jwt_header_ok(token: str) -> bool:
+    """A real JWT's first segment is base64url JSON naming `alg` or `typ`."""
+    head = token.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return decoded.startswith("{") and ('"alg"' in decoded or '"typ"' in decoded)
+
+
 def find_secrets(text: str) -> list[SecretSpan]:
     """Non-overlapping secret spans in ``text``, sorted by start. Linear; never raises."""
     t = text[:MAX_SECRET_SCAN]
@@ -218,14 +273,18 @@ def find_secrets(text: str) -> list[SecretSpan]:
             value = t[s:e]
             if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
                 continue
-            if rule.kind in ("url_credentials", "curl_user", "bearer_token", "basic_auth") and is_placeholder(value):
+            if rule.kind in ("url_credentials", "curl_user", "bearer_token", "basic_auth") and is_placeholder(value, references=False):
+                continue
+            if rule.kind == "jwt" and not _jwt_header_ok(value):
+                continue
+            if _dummy(value):
                 continue
             if rule.kind == "private_key":
                 end = t.find("-----END", e, e + 16384)
                 stop = t.find("-----", end + 8) if end != -1 else -1
                 e = stop + 5 if stop != -1 else min(len(t), e + 4096)
                 body = t[m.end() : end if end != -1 else e]
-                if sum(c.isalnum() for c in body) < 32 or is_placeholder(body.strip()[:64]):
+                if sum(c.isalnum() for c in body) < 8 or _dummy(body):
                     continue
             spans.append(SecretSpan(s, e, rule.kind))
     if any(k in lowered for k in _KEYWORD_PREFILTER):

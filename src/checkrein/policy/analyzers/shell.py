@@ -35,7 +35,7 @@ _COMMANDS = frozenset(
         "python", "python2", "python3", "perl", "ruby", "php", "node", "lua", "awk", "gawk", "sed",
         "xterm", "ls", "rm", "pwd", "printenv", "mkdir", "rmdir", "passwd", "useradd", "usermod",
         "nmap", "ssh", "scp", "sftp", "tftp", "ftp", "shutdown", "reboot", "eval", "exec", "ifup",
-        "uptime", "lsof", "chattr", "setfacl", "dd", "xargs", "busybox", "getent", "id", "netsh",
+        "uptime", "lsof", "chattr", "setfacl", "dd", "xargs", "busybox", "getent", "netsh",
         "sysinfo", "schtasks", "vssadmin", "icacls", "cacls", "attrib", "bcdedit", "phpinfo",
     }
 )  # fmt: skip
@@ -55,7 +55,7 @@ _WORD_COMMANDS = frozenset(
         "cat", "echo", "ping", "type", "net", "find", "sleep", "kill", "head", "tail", "more", "less",
         "who", "dir", "del", "copy", "move", "start", "timeout", "system", "set", "env", "ps",
         "touch", "tar", "su", "dig", "host", "grep", "sort", "cd", "mv", "cp", "reg", "ver",
-        "exit", "call", "print", "read", "wait", "time", "date", "file", "diff", "cut", "tee", "sc",
+        "exit", "call", "print", "read", "wait", "time", "date", "file", "diff", "cut", "tee", "sc", "id",
     }
 )  # fmt: skip
 _SEPARATED_WORD = re.compile(r"(?:;|&&?|\|\|?|\n|\r|\$\(|`|\$\{)[\s({`]{0,8}([A-Za-z0-9_./\\:-]{1,60})([^\n]{0,12})")

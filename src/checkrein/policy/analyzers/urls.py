@@ -80,7 +80,9 @@ def url_hosts(url: str) -> tuple[str, list[str], bool]:
     for auth in (rfc, whatwg):
         if "@" in auth:
             userinfo, _, hostport = auth.rpartition("@")
-            if ":" in userinfo.split("@")[-1] and userinfo.split(":", 1)[1]:
+            secret = userinfo.split("@")[-1].partition(":")[2].rstrip("\\")
+            # `host:80\@other` is a parser-confusion trick, not a password: a port is not a secret.
+            if secret and not secret.isdigit():
                 has_password = True
             hosts.append(_strip_port(hostport))
             hosts.append(_strip_port(userinfo.split("@", 1)[0].split(":", 1)[0]))
@@ -156,7 +158,7 @@ def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
                         add("obfuscated_ip", f"IP address in a non-canonical form ({host})", form)
                 continue
             if strict:
-                if "." not in host and ":" not in host and not host.startswith("["):
+                if scheme and "." not in host and ":" not in host and not host.startswith("["):
                     # A single-label name only resolves through local search domains (`http://redis/`).
                     add("internal_name", f"single-label host name {host} (resolves only on the local network)", form)
                 if ctx.allowed_hosts and not host_allowed(host, ctx.allowed_hosts):

@@ -19,6 +19,8 @@ class Signal:
     weight: float
     pos: int
     evidence: str
+    rule: str = ""
+    """Which pattern produced it: two different patterns of one kind add up, repeats of one do not."""
 
 
 _COMMENT_RE = re.compile(r"<!--(.{0,4000}?)-->", re.S)
@@ -72,13 +74,15 @@ def exfil_link_signals(text: str) -> list[Signal]:
                 if not query:
                     continue
                 if _PLACEHOLDER_RE.search(query):
-                    out.append(Signal("exfil_link", 1.0 if is_image else 0.8, m.start(), url[:80]))
+                    out.append(
+                        Signal("exfil_link", 1.0 if is_image else 0.8, m.start(), url[:80], "placeholder")
+                    )
                 elif is_image:
-                    out.append(Signal("exfil_link", 0.4, m.start(), url[:80]))
+                    out.append(Signal("exfil_link", 0.4, m.start(), url[:80], "image_query"))
     if ("url" in text or "link" in text or "query" in text or "parameter" in text) and (
         m2 := _DATA_WORDS_RE.search(text)
     ):
-        out.append(Signal("exfil_link", 0.6, m2.start(), m2.group()[:80]))
+        out.append(Signal("exfil_link", 0.6, m2.start(), m2.group()[:80], "data_into_url"))
     return out
 
 

@@ -38,6 +38,7 @@ WINDOW = 1200
 ANALYZER = "injection"
 _MAX_EVIDENCE = 80
 _MAX_HITS_PER_PHRASE = 32
+_MAX_SIGNALS = 2000
 _TOKEN_RE = re.compile(r"[\w']+")
 
 
@@ -53,10 +54,20 @@ class InjectionScan:
         return self.score >= THRESHOLD
 
 
+def _unglue(tok: str) -> str:
+    """The verb at the end of a token glued to the word before it ("usaignore" -> "ignore")."""
+    if len(tok) > 7:
+        for k in range(4, min(len(tok) - 2, 12) + 1):
+            if tok[-k:] in EN_VERBS:
+                return tok[-k:]
+    return tok
+
+
 def _ignore_family(folded: str) -> list[Signal]:
-    """English "ignore/disregard/forget ... previous ... instructions", tolerant of one typo per word."""
+    """English "ignore/disregard/forget ... previous ... instructions", tolerant of one typo per word
+    and of the phrase being glued to the text before it."""
     out: list[Signal] = []
-    tokens = [(m.group(), m.start()) for m in _TOKEN_RE.finditer(folded)]
+    tokens = [(_unglue(m.group()), m.start()) for m in _TOKEN_RE.finditer(folded)]
     n = len(tokens)
     for i, (tok, pos) in enumerate(tokens):
         prev = tokens[i - 1][0] if i else ""
@@ -92,16 +103,18 @@ def _ignore_family(folded: str) -> list[Signal]:
                     best, end = w, pos2 + len(tok2)
             if tok2 in {"and", "but", "or", "then"} and not modifier:
                 break
-        if best == 0.0 and tok in EN_FORGET_VERBS and i + 2 < n:
+        if best < 0.8 and tok in EN_FORGET_VERBS and i + 2 < n:
             # "forget everything above", "ignore all of the above", "disregard everything you were told"
             nxt = " ".join(t for t, _ in tokens[i + 1 : i + 6])
             if re.match(
                 r"(?:all|everything|anything)\b.{0,30}\b(?:above|before|prior|earlier|told|said|so far)", nxt
             ):
-                best, end = 0.8, tokens[min(n - 1, i + 5)][1]
+                best, end = 1.0, tokens[min(n - 1, i + 5)][1]
         if best:
             out.append(
-                Signal("ignore_instructions", best, pos, folded[pos : max(end, pos + 1)][:_MAX_EVIDENCE])
+                Signal(
+                    "ignore_instructions", best, pos, folded[pos : max(end, pos + 1)][:_MAX_EVIDENCE], "en"
+                )
             )
             if len(out) >= _MAX_HITS_PER_PHRASE:
                 break
@@ -112,7 +125,8 @@ def _foreign_family(text: str) -> list[Signal]:
     """The same family in other languages: a verb stem and a noun stem within a short window."""
     out: list[Signal] = []
     ascii_only = text.isascii()
-    for lang, verbs, nouns, negations in FOREIGN:
+    for lang, verbs, nouns, own_negations in FOREIGN:
+        negations = (*own_negations, "not ", "n't ", "never ")
         for verb in verbs:
             if ascii_only and not verb.isascii():
                 continue
@@ -127,7 +141,11 @@ def _foreign_family(text: str) -> list[Signal]:
                 lo, hi = max(0, start - 40), start + len(verb) + 60
                 window = text[lo:hi]
                 if not negated and any(n in window for n in nouns):
-                    out.append(Signal("ignore_instructions", 1.0, start, f"[{lang}] " + text[start:hi][:60]))
+                    out.append(
+                        Signal(
+                            "ignore_instructions", 1.0, start, f"[{lang}] " + text[start:hi][:60], "foreign"
+                        )
+                    )
                     break
                 start = text.find(verb, start + 1)
     return out
@@ -140,7 +158,7 @@ def _phrase_signals(views: Views) -> list[Signal]:
         if not any(n in view for n in ph.needles):
             continue
         for k, m in enumerate(ph.regex.finditer(view)):
-            out.append(Signal(ph.kind, ph.weight, m.start(), m.group()[:_MAX_EVIDENCE]))
+            out.append(Signal(ph.kind, ph.weight, m.start(), m.group()[:_MAX_EVIDENCE], ph.rule))
             if k + 1 >= _MAX_HITS_PER_PHRASE:
                 break
     return out
@@ -155,21 +173,31 @@ def _content_signals(views: Views) -> list[Signal]:
     return signals
 
 
+def _window_score(signals: list[Signal]) -> tuple[float, list[Signal]]:
+    """Each rule counts once (at its strongest); the rules of one kind add up to at most 1.0; the
+    kinds add up."""
+    per_rule: dict[tuple[str, str], Signal] = {}
+    for s in signals:
+        key = (s.kind, s.rule)
+        if key not in per_rule or s.weight > per_rule[key].weight:
+            per_rule[key] = s
+    per_kind: dict[str, float] = {}
+    for (kind, _), s in per_rule.items():
+        per_kind[kind] = min(1.0, per_kind.get(kind, 0.0) + s.weight)
+    return sum(per_kind.values()), list(per_rule.values())
+
+
 def _best_window(signals: list[Signal]) -> tuple[float, list[Signal]]:
-    """Highest score of any window of WINDOW characters; each kind counts once, at its strongest."""
-    ordered = sorted(signals, key=lambda s: s.pos)
+    """Highest score of any window of WINDOW characters (see `_window_score`)."""
+    ordered = sorted(signals, key=lambda s: s.pos)[:_MAX_SIGNALS]
     best, best_set = 0.0, []
     lo = 0
     for hi in range(len(ordered)):
         while ordered[hi].pos - ordered[lo].pos > WINDOW:
             lo += 1
-        per_kind: dict[str, Signal] = {}
-        for s in ordered[lo : hi + 1]:
-            if s.kind not in per_kind or s.weight > per_kind[s.kind].weight:
-                per_kind[s.kind] = s
-        score = sum(s.weight for s in per_kind.values())
+        score, used = _window_score(ordered[lo : hi + 1])
         if score > best:
-            best, best_set = score, list(per_kind.values())
+            best, best_set = score, used
     return best, best_set
 
 
@@ -180,20 +208,28 @@ def scan_injection(text: str) -> InjectionScan:
     hidden = views.hidden
     if hidden.tag_text:
         inner = _content_signals(normalize(hidden.tag_text))
-        signals.append(Signal("hidden_text", 1.0, 0, "unicode tag characters: " + hidden.tag_text[:40]))
+        signals.append(
+            Signal("hidden_text", 1.0, 0, "unicode tag characters: " + hidden.tag_text[:40], "tags")
+        )
         signals += inner
     if hidden.invisible_in_words >= 3:
         signals.append(
-            Signal("hidden_text", 0.5, 0, f"{hidden.invisible_in_words} zero-width characters inside words")
+            Signal(
+                "hidden_text", 0.5, 0, f"{hidden.invisible_in_words} zero-width characters inside words", "zw"
+            )
         )
     if hidden.bidi:
-        signals.append(Signal("hidden_text", 0.3, 0, f"{hidden.bidi} bidirectional control characters"))
+        signals.append(
+            Signal("hidden_text", 0.3, 0, f"{hidden.bidi} bidirectional control characters", "bidi")
+        )
     for pos, inner_text in hidden_regions(views.text):
         inner = _content_signals(normalize(inner_text))
         inner_score, _ = _best_window(inner)
         if inner_score >= 0.25:
             # An instruction someone took care to hide from the human reader.
-            signals.append(Signal("hidden_text", 0.5 + inner_score, pos, inner_text.strip()[:_MAX_EVIDENCE]))
+            signals.append(
+                Signal("hidden_text", 0.5 + inner_score, pos, inner_text.strip()[:_MAX_EVIDENCE], "region")
+            )
     score, _ = _best_window(signals)
     return InjectionScan(score=score, signals=tuple(signals))
 

@@ -89,13 +89,14 @@ EN_NOUNS_STRONG = fuzzy_set(
     [
         "instruction", "instructions", "instrucions", "directive", "directives", "prompt", "prompts",
         "guideline", "guidelines", "guidance", "programming", "training", "safeguards", "guardrails",
+        "directions",
     ],
     exclude=["prompted", "prompter", "trading", "trainings", "commando", "commend"],
 )  # fmt: skip
 EN_NOUNS_MEDIUM = frozenset({"rules", "commands", "command", "constraints", "restrictions", "orders"})
 EN_NOUNS_WEAK = frozenset(
     {"task", "tasks", "request", "requests", "context", "conversation", "policies", "policy",
-     "settings", "limitations", "everything", "directions", "said", "told", "above", "text", "content"}
+     "settings", "limitations", "everything", "said", "told", "above", "text", "content"}
 )  # fmt: skip
 
 # (language, verb stems, noun stems, verb negations seen just before a verb).
@@ -112,7 +113,7 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     ),
     (
         "fr",
-        ("ignore ", "ignorez", "ignorer", "oublie", "oubliez", "oublier", "ne tiens pas compte",
+        ("ignore toutes", "ignore tout", "ignore les", "ignorez", "ignorer", "oublie", "oubliez", "oublier", "ne tiens pas compte",
          "ne tenez pas compte", "fais abstraction", "faites abstraction", "négligez", "negligez",
          "passe outre", "passez outre", "écartez", "ecartez"),
         ("instructions", "consignes", "directives", "règles", "regles", "ordres", "indications",
@@ -136,9 +137,10 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
     ),
     (
         "pt",
-        ("ignore", "ignora", "ignorem", "esqueça", "esqueca", "esqueçam", "esquecam", "desconsidere",
+        ("ignore as", "ignore os", "ignore todas", "ignore todos", "ignore tudo", "ignora as", "ignora os",
+         "ignorem", "esqueça", "esqueca", "esqueçam", "esquecam", "desconsidere",
          "desconsidera", "despreze", "não siga", "nao siga", "descarte"),
-        ("instruç", "instruc", "orientaç", "orientac", "regras", "diretrizes", "comandos", "ordens", "prompt"),
+        ("instruç", "instrucoes", "instrucao", "orientaç", "orientacoes", "regras", "diretrizes", "comandos", "ordens", "prompt"),
         ("não ", "nao ", "nunca "),
     ),
     (

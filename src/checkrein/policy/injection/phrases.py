@@ -24,10 +24,11 @@ class Phrase:
     """Lowercase substrings of which at least one must occur before the regex runs."""
     regex: re.Pattern[str]
     view: View = "folded"
+    rule: str = ""
 
 
 def _p(kind: str, weight: float, needles: tuple[str, ...], pattern: str, view: View = "folded") -> Phrase:
-    return Phrase(kind, weight, needles, re.compile(pattern), view)
+    return Phrase(kind, weight, needles, re.compile(pattern), view, rule=f"{kind}:{pattern[:40]}")
 
 
 _W = r"[\s,;:.!\-]+"  # separator between words
@@ -35,6 +36,24 @@ _AI = (
     r"(?:ai|a\.i\.|ai assistant|ai agent|ai model|assistant|language model|llm|large language model|"
     r"chatbot|chat bot|gpt|chatgpt|gpt-?\d[\w.-]*|claude|gemini|llama|copilot|mistral|bot|agent|model|"
     r"autonomous agent|email assistant|virtual assistant)"
+)
+_RESPONSE = r"(?:response|answer|reply|output|responses|answers|replies|message|summary)"
+_RESPONSE_VERBS = (
+    r"(?:add|include|integrate|insert|incorporate|mention|append|prepend|embed|use|replace|convert|substitute|"
+    r"remove|group|combine|scramble|rearrange|misspell|introduce|jumble|tease|hint|suggest|promote|recommend|"
+    r"emphasi[sz]e|stress|highlight|encourage|express|invite|write|translate|encode|reverse|format|end|start|"
+    r"begin|conclude|sign|put|modify|augment|enhance|alter|adjust|change|rewrite|render|provide|give|deliver|"
+    r"compose|make|ensure|keep|limit|avoid|never|always|only|anagram|capitali[sz]e|spell|structure|present|"
+    r"frame|phrase|word|attach|link|direct|redirect|advertise|tell|inform|warn|urge|ask|state|claim|say|"
+    r"insist|praise|criticise|criticize|cite|quote|close|finish|respond|reply|answer|do\snot|don't)"
+)
+# Verbs that reshape an answer: "modify your response ..." is never ordinary correspondence,
+# unlike "provide your answer by Friday".
+_SHAPING_VERBS = (
+    r"(?:modify|augment|enhance|alter|adjust|change|rewrite|render|format|structure|end|start|begin|conclude|"
+    r"sign|scramble|translate|encode|reverse|misspell|capitali[sz]e|limit|phrase|word|frame|present|spell|close|"
+    r"finish|rearrange|jumble|anagram|group|combine|convert|replace|use|remove|introduce|include|add|integrate|"
+    r"insert|incorporate|embed|append|prepend)"
 )
 _TASK = r"(?:task|request|job|assignment|query|question|instructions?|work|goal|mission|objective)"
 
@@ -93,17 +112,18 @@ PHRASES: tuple[Phrase, ...] = (
         r"secret|hidden|urgent|message|task|override)>",
         "text",
     ),  # fmt: skip
-    _p("role_marker", 0.6, ("system:",), r"(?:^|\n)\s*(?:\*\*)?system(?:\*\*)?\s*:\s*\S", "text"),
+    _p("role_marker", 0.4, ("system:",), r"(?:^|\n)\s*(?:\*\*)?system(?:\*\*)?\s*:\s*\S", "text"),
     _p(
         "turn_marker",
-        0.5,
-        ("human:", "user:"),
-        r"(?:^|\n)\s*(?:\*\*)?(?:human|user)(?:\*\*)?\s*:\s*\S",
+        0.6,
+        ("human:",),
+        r"(?:^|\n)\s*(?:\*\*)?human(?:\*\*)?\s*:\s*\S",
         "text",
     ),
+    _p("turn_marker", 0.35, ("user:",), r"(?:^|\n)\s*(?:\*\*)?user(?:\*\*)?\s*:\s*\S", "text"),
     _p(
         "turn_marker",
-        0.5,
+        0.6,
         ("assistant:", "ai:"),
         r"(?:^|\n)\s*(?:\*\*)?(?:assistant|ai)(?:\*\*)?\s*:\s*\S",
         "text",
@@ -344,6 +364,31 @@ PHRASES: tuple[Phrase, ...] = (
         ("after you", "once you"),
         r"(?:after|once)\syou(?:'ve|\shave)?\s(?:do|did|done|complete|completed|finish|finished)\s(?:that|this|it)",
     ),
+    _p(
+        "directive_to_model",
+        0.5,
+        (
+            "wants you",
+            "would like you",
+            "asked you",
+            "needs you",
+            "requested you",
+            "requests that you",
+            "instructed you",
+            "authori",
+        ),
+        r"(?:the|your)\s(?:user|owner|admin|administrator|developer|boss|operator)\s(?:\w+\s)?(?:wants|would\slike|"
+        r"has\sasked|asked|needs|requested|requests\sthat|instructed|authori[sz]ed|has\sauthori[sz]ed)\s(?:you|"
+        r"the\s(?:ai|assistant|agent|model))\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.7,
+        ("ai", "assistant", "llm", "language model", "chatbot", "gpt", "claude"),
+        r"(?:^|[.!?\n:;]\s*)(?:ai|assistant|ai\sassistant|llm|language\smodel|chatbot|chatgpt|gpt|claude|gemini)s?,\s"
+        r"(?:you\s)?(?:must|should|need\sto|have\sto|are\s(?:required|instructed|ordered|requested)\sto|will|shall|"
+        r"please)\b",
+    ),
     # --- tool-use directives
     _p(
         "tool_directive",
@@ -360,6 +405,69 @@ PHRASES: tuple[Phrase, ...] = (
         r"(?:(?:use|call|invoke|run|execute|trigger)\s(?:the\s)?(?:tool|function|api|action)\s[`'\"]?[\w.-]+|"
         r"(?:use|call|invoke|run|execute)\s`[\w.-]+`|with\sthe\s(?:following\s)?arguments?\s*[:{(`])",
     ),
+    # --- directions for the reader's own answer: data has no business shaping the reply
+    _p(
+        "response_directive",
+        1.0,
+        (
+            "your response",
+            "your answer",
+            "your reply",
+            "your output",
+            "your responses",
+            "your answers",
+            "your replies",
+            "your message",
+            "your summary",
+        ),
+        rf"(?:^|[.!?\n:;\"']\s*)(?:please\s|also\s|additionally,?\s|and\s|now\s)?"
+        rf"(?:{_SHAPING_VERBS}\s(?:all\s|each\s|every\s)?your\s(?:\w+\s)?{_RESPONSE}\b|"
+        rf"(?:provide|give|write|compose|deliver)\s(?:all\s)?your\s(?:\w+\s)?{_RESPONSE}\s(?:using|without)\b|"
+        rf"{_RESPONSE_VERBS}\b(?!\s(?:your|us|me)\b)"
+        rf"(?:[^.!?\n]|[.!?](?=\S)){{0,160}}?\byour\s(?:\w+\s)?{_RESPONSE}\b)",
+    ),
+    _p(
+        "response_directive",
+        1.0,
+        ("your response", "your answer", "your reply", "your output"),
+        rf"(?:^|[.!?\n:;]\s*)(?:in|within|throughout|for|at the (?:end|start|beginning) of)\syour\s"
+        rf"(?:next\s|final\s)?{_RESPONSE},",
+    ),
+    _p(
+        "response_directive",
+        0.6,
+        ("respond", "reply", "answer", "write"),
+        r"(?:respond|reply|answer|write)\s(?:only\s|exclusively\s|entirely\s)?(?:in|using|with)\s"
+        r"(?:base64|rot13|hex|emojis?|all\scaps|uppercase|pig\slatin|rhymes?|morse|binary|reverse)",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        (
+            "irrelevant",
+            "outdated",
+            "obsolete",
+            "fake",
+            "a test",
+            "cancelled",
+            "canceled",
+            "void",
+            "no longer",
+        ),
+        r"(?:the\s)?(?:above|previous|preceding|prior|earlier|original|foregoing)\s(?:text|content|document|"
+        r"email|message|instructions?|context|task|prompt|data|information|request)s?\s(?:is|was|are|were|has been|"
+        r"have been)\s(?:now\s)?(?:irrelevant|outdated|obsolete|fake|wrong|a\stest|cancell?ed|void|invalid|"
+        r"no\slonger\s(?:valid|relevant|needed|applicable))",
+    ),
+    _p(
+        "role_marker",
+        0.6,
+        ("end of", "begin", "start of"),
+        r"(?:-{2,}|={2,}|\*{2,}|#{2,}|\[|<)\s*(?:end\sof\s(?:the\s)?(?:email|document|context|data|text|input|"
+        r"tool\soutput|user\sinput|file|message|conversation|search\sresults?)|(?:begin|start)\s(?:of\s)?(?:new\s)?"
+        r"(?:instructions?|system\sprompt|admin\s(?:mode|override)|prompt))",
+    ),
+    _p("directive_to_model", 0.6, ("pwned", "pwn3d"), r"\bpwn(?:e|3)?d\b"),
     # --- urgency and pressure
     _p(
         "urgency",

@@ -1,0 +1,172 @@
+"""Gateway overhead: the echo tool called directly over stdio vs through checkrein (stdio -> stdio).
+
+    .venv/bin/python benchmarks/overhead.py [--calls 400] [--rounds 5] [--concurrency 16]
+
+Each round runs, in alternating order, every target sequentially (one call at a time) and with
+``--concurrency`` calls in flight, so drift in machine load hits all targets alike. Every target is
+one long-lived session opened before the first round (no per-call setup is measured). Prints p50 /
+p99 latency, calls/s and the ratios to the direct baseline. A FastMCP proxy is added as the peer
+baseline when ``fastmcp`` is importable (``pip install 'checkrein[bench]'``), else skipped with a
+message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ECHO = [sys.executable, "-m", "checkrein.testing.echo_server"]
+
+FASTMCP_PROXY = """
+import sys
+from fastmcp import FastMCP
+from fastmcp.client.transports import StdioTransport
+proxy = FastMCP.as_proxy(StdioTransport(command=sys.executable, args=["-m", "checkrein.testing.echo_server"]))
+proxy.run(show_banner=False)
+"""
+
+
+@dataclass
+class Target:
+    name: str
+    params: StdioServerParameters
+    tool: str
+    session: ClientSession | None = None
+    seq: list[float] = field(default_factory=list)
+    conc: list[float] = field(default_factory=list)
+    seq_rate: list[float] = field(default_factory=list)
+    conc_rate: list[float] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def opened(target: Target) -> AsyncIterator[ClientSession]:
+    async with stdio_client(target.params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def one_call(target: Target, out: list[float]) -> None:
+    assert target.session is not None
+    start = time.perf_counter()
+    result = await target.session.call_tool(target.tool, {"text": "hello"})
+    out.append((time.perf_counter() - start) * 1000.0)
+    if result.is_error:
+        block = result.content[0]
+        raise SystemExit(f"{target.name}: the call failed: {block.text if isinstance(block, types.TextContent) else block}")
+
+
+async def sequential(target: Target, calls: int) -> None:
+    start = time.perf_counter()
+    for _ in range(calls):
+        await one_call(target, target.seq)
+    target.seq_rate.append(calls / (time.perf_counter() - start))
+
+
+async def concurrent(target: Target, calls: int, in_flight: int) -> None:
+    per_worker = calls // in_flight
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            await one_call(target, target.conc)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(in_flight):
+            tg.start_soon(worker)
+    target.conc_rate.append(per_worker * in_flight / (time.perf_counter() - start))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def gateway_config(directory: Path) -> Path:
+    path = directory / "checkrein.toml"
+    args = ", ".join(f'"{a}"' for a in ECHO[1:])
+    path.write_text(
+        f"""[gateway]
+name = "bench"
+
+[[servers]]
+name = "echo"
+command = "{ECHO[0]}"
+args = [{args}]
+
+[policy]
+allow = ["echo__echo"]
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def main(args: argparse.Namespace) -> None:
+    env = dict(os.environ)
+    directory = Path(tempfile.mkdtemp(prefix="checkrein-bench-"))
+    config = gateway_config(directory)
+    targets = [
+        Target("direct", StdioServerParameters(command=ECHO[0], args=ECHO[1:], env=env), "echo"),
+        Target(
+            "checkrein",
+            StdioServerParameters(command=sys.executable, args=["-m", "checkrein", "serve", "--config", str(config)], env=env),
+            "echo__echo",
+        ),
+    ]
+    try:
+        import fastmcp  # noqa: F401
+
+        targets.append(Target("fastmcp-proxy", StdioServerParameters(command=sys.executable, args=["-c", FASTMCP_PROXY], env=env), "echo"))
+    except ImportError:
+        print("fastmcp is not installed: skipping the FastMCP proxy baseline (pip install 'checkrein[bench]')")
+
+    async with AsyncExitStack() as stack:
+        for t in targets:
+            t.session = await stack.enter_async_context(opened(t))
+            for _ in range(args.warmup):
+                await one_call(t, [])
+        for r in range(args.rounds):
+            order = targets if r % 2 == 0 else list(reversed(targets))
+            for t in order:
+                await sequential(t, args.calls)
+            for t in order:
+                await concurrent(t, args.calls, args.concurrency)
+
+    base = targets[0]
+    print(f"\n{args.rounds} rounds x {args.calls} calls, echo tool, stdio; concurrency {args.concurrency}")
+    print(f"{'target':<14} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'conc p50':>9} {'conc p99':>9} {'conc/s':>7}  ratios (p50 seq, calls/s seq, calls/s conc)")
+    for t in targets:
+        seq50, conc_rate, seq_rate = pct(t.seq, 0.5), statistics.median(t.conc_rate), statistics.median(t.seq_rate)
+        ratios = (
+            f"{seq50 / pct(base.seq, 0.5):.2f}x  {seq_rate / statistics.median(base.seq_rate):.2f}x  "
+            f"{conc_rate / statistics.median(base.conc_rate):.2f}x"
+        )
+        print(
+            f"{t.name:<14} {seq50:8.2f} {pct(t.seq, 0.99):8.2f} {seq_rate:7.0f} {pct(t.conc, 0.5):9.2f} "
+            f"{pct(t.conc, 0.99):9.2f} {conc_rate:7.0f}  {ratios}"
+        )
+    for t in targets[1:]:
+        print(f"added p50 (sequential), {t.name}: {pct(t.seq, 0.5) - pct(base.seq, 0.5):+.2f} ms")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=400, help="calls per target per round and mode")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--warmup", type=int, default=50)
+    anyio.run(main, parser.parse_args())

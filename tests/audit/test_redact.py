@@ -1,0 +1,80 @@
+"""Redaction rules, one behaviour per test."""
+
+from __future__ import annotations
+
+import json
+
+from checkrein.audit.redact import MASK, Redactor
+from checkrein.audit.secrets import find_builtin_secrets
+
+
+def test_values_under_secret_looking_keys_are_masked_at_any_depth() -> None:
+    value = {"a": [{"b": {"Api-Key": "k1", "ok": "visible"}}], "SESSION_ID": 5, "passwd": {"x": 1}}
+    preview, pointers = Redactor().preview(value, "/args_preview")
+    assert preview["a"][0]["b"] == {"Api-Key": MASK, "ok": "visible"}
+    assert preview["SESSION_ID"] == MASK and preview["passwd"] == MASK
+    assert sorted(pointers) == ["/args_preview/SESSION_ID", "/args_preview/a/0/b/Api-Key", "/args_preview/passwd"]
+
+
+def test_json_carried_in_a_string_is_redacted_inside() -> None:
+    body = json.dumps({"user": "bob", "auth": {"token": "zzz-secret-zzz"}})
+    preview, pointers = Redactor().preview({"body": body}, "")
+    assert "zzz-secret-zzz" not in preview["body"]
+    assert json.loads(preview["body"])["user"] == "bob"
+    assert pointers == ["/body"]
+
+
+def test_pointers_escape_slash_and_tilde() -> None:
+    _, pointers = Redactor().preview({"a/b~c": {"token": "t"}}, "")
+    assert pointers == ["/a~1b~0c/token"]
+
+
+def test_extra_keys_from_config_are_masked() -> None:
+    preview, _ = Redactor(extra_keys=["ssn"]).preview({"customer_SSN": "123-45-6789"}, "")
+    assert preview == {"customer_SSN": MASK}
+
+
+def test_policy_pointers_are_masked_even_under_innocent_keys() -> None:
+    preview, pointers = Redactor().preview({"q": "select 1", "n": 2}, "/args_preview", masked=frozenset({"/q"}))
+    assert preview == {"q": MASK, "n": 2} and pointers == ["/args_preview/q"]
+
+
+def test_long_strings_are_cut_after_masking() -> None:
+    text = "AKIAABCDEFGHIJKLMNOP " + "x" * 5000
+    preview, pointers = Redactor(max_chars=100).preview({"t": text}, "")
+    assert preview["t"].startswith("[REDACTED:aws_access_key] ")
+    assert "…[+" in preview["t"] and len(preview["t"]) < 140
+    assert pointers == ["/t"]
+
+
+def test_large_containers_are_bounded() -> None:
+    preview, _ = Redactor(max_items=4).preview({"l": list(range(100)), "d": {str(i): i for i in range(100)}}, "")
+    assert len(preview["l"]) == 5 and "96 more items" in preview["l"][-1]
+    assert len(preview["d"]) == 5
+
+
+def test_non_json_values_become_redacted_text() -> None:
+    preview, _ = Redactor().preview({"b": b"password=hunter2hunter2", "f": float("nan")}, "")
+    assert "hunter2hunter2" not in json.dumps(preview)
+    assert preview["f"] == "nan"
+
+
+def test_builtin_finder_recognises_each_kind() -> None:
+    samples = {
+        "aws_access_key": "id AKIAIOSFODNN7EXAMPLE end",
+        "github_token": "ghp_" + "a" * 36,
+        "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----",
+        "url_password": "redis://:s3cretpass@localhost:6379",
+        "assignment": "user=a&password=hunter22&x=1",
+        "slack_token": "xoxb-123456789012-abcdefghij",
+        "bearer_token": "Authorization: Bearer abcdefghijklmnop123",
+    }
+    for kind, text in samples.items():
+        kinds = {s.kind for s in find_builtin_secrets(text)}
+        assert kind in kinds, (kind, kinds)
+
+
+def test_builtin_finder_ignores_ordinary_text() -> None:
+    for text in ("read the file /etc/hosts", "max_tokens: 5", "author: Jane", "SELECT * FROM users", "https://example.com/a?b=c"):
+        assert find_builtin_secrets(text) == [], text

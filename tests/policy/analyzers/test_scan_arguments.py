@@ -1,0 +1,103 @@
+"""`scan_arguments`: pointers, nesting, JSON inside strings, keys, dedupe, bounds, enabled set."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from _analyzer_helpers import kinds_of
+
+from checkrein.policy.analyzers import ANALYZERS, Analyzer, ScanContext, scan_arguments, scan_value
+from checkrein.policy.analyzers.scan import MAX_DEPTH, MAX_STRINGS
+
+
+def test_findings_carry_rfc6901_pointers_for_nested_values() -> None:
+    args: dict[str, Any] = {"a": {"b/c": ["ok", "../../../../etc/passwd"]}, "m~n": "x; rm -rf /"}
+    findings = scan_arguments(args, ScanContext())
+    pointers = {f.path for f in findings}
+    assert "/a/b~1c/1" in pointers
+    assert "/m~0n" in pointers
+
+
+def test_json_inside_a_string_is_parsed_once_and_scanned() -> None:
+    inner = json.dumps({"target": {"url": "http://169.254.169.254/latest/meta-data/"}})
+    findings = scan_arguments({"payload": inner}, ScanContext(kinds={"/payload/target/url": "url"}))
+    assert any(f.path == "/payload/target/url" and f.kind == "metadata" for f in findings)
+
+
+def test_json_nested_inside_embedded_json_is_not_parsed_again() -> None:
+    innermost = json.dumps({"u": "gopher://127.0.0.1:6379/_x"})
+    twice = json.dumps({"s": innermost})
+    findings = scan_arguments({"p": twice}, ScanContext())
+    # The scheme is still caught in the raw text; there is just no pointer into the second layer.
+    assert any(f.analyzer == "urls" for f in findings)
+    assert not any(f.path.startswith("/p/s/u") for f in findings)
+
+
+def test_object_keys_are_scanned_as_untyped_strings() -> None:
+    findings = scan_arguments({"files": {"../../../../etc/shadow": "x"}}, ScanContext())
+    assert any(f.analyzer == "paths" for f in findings)
+
+
+def test_findings_are_deduplicated_per_analyzer_kind_and_pointer() -> None:
+    findings = scan_arguments({"v": "%2e%2e/%2e%2e/%2e%2e/x"}, ScanContext(kinds={"/v": "path"}))
+    keys = [(f.analyzer, f.kind, f.path) for f in findings]
+    assert len(keys) == len(set(keys))
+
+
+def test_disabled_analyzers_do_not_run() -> None:
+    ctx = ScanContext(kinds={"/v": "path"}, enabled=frozenset({"urls"}))
+    assert scan_arguments({"v": "../../etc/passwd"}, ctx) == []
+
+
+def test_non_string_values_are_ignored() -> None:
+    assert scan_arguments({"n": 1, "f": 1.5, "b": True, "z": None, "l": [1, 2]}, ScanContext()) == []
+
+
+def test_too_deep_arguments_stop_with_a_scan_finding() -> None:
+    value: Any = "x"
+    for _ in range(MAX_DEPTH + 5):
+        value = [value]
+    findings = scan_arguments({"v": value}, ScanContext())
+    assert kinds_of(findings, "scan") == {"too_deep"}
+
+
+def test_too_many_strings_stop_with_a_scan_finding() -> None:
+    findings = scan_arguments({"v": ["a"] * (MAX_STRINGS + 1)}, ScanContext())
+    assert kinds_of(findings, "scan") == {"too_many_strings"}
+
+
+def test_evidence_is_short_printable_and_secret_free() -> None:
+    secret = "ghp_" + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd"
+    value = "../../../../etc/passwd\x00" + "A" * 500 + secret
+    for f in scan_arguments({"v": value}, ScanContext(kinds={"/v": "path"})):
+        assert len(f.evidence) <= 80
+        assert "\x00" not in f.evidence and secret not in f.evidence
+
+
+def test_builtin_analyzers_satisfy_the_protocol() -> None:
+    assert set(ANALYZERS) == {"paths", "urls", "shell", "sql", "secrets"}
+    for name, analyzer in ANALYZERS.items():
+        assert isinstance(analyzer, object) and analyzer.name == name
+        typed: Analyzer = analyzer
+        assert isinstance(typed.analyze("hello", "/v", None, ScanContext()), list)
+    assert ANALYZERS["paths"].analyze("%2e%2e/%2e%2e/x", "/v", "path", ScanContext())
+
+
+def test_scan_value_matches_scan_arguments() -> None:
+    ctx = ScanContext(kinds={"/v": "url"})
+    assert scan_value("http://127.0.0.1/", "/v", "url", ctx) == scan_arguments({"v": "http://127.0.0.1/"}, ctx)
+
+
+def test_benign_arguments_of_a_typical_agent_call_are_clean() -> None:
+    args = {
+        "path": "reports/2024 Q1.xlsx",
+        "url": "https://api.example.com/v1/items?limit=10&sort=desc",
+        "query": "SELECT id, name FROM customers WHERE region = 'EU' ORDER BY name",
+        "command": "git log --oneline -n 5",
+        "message": "Hi Ann, PG&E sent the bill; I'll pay it by Friday. See ../notes for details.",
+        "table": "| a | b |\n|---|---|\n| 1 | 2 |",
+        "note": "Let's drop those dipping stocks and select better ones.",
+    }
+    kinds = {"/path": "path", "/url": "url", "/query": "query", "/command": "command"}
+    assert scan_arguments(args, ScanContext(kinds=kinds)) == []  # type: ignore[arg-type]

@@ -1,0 +1,105 @@
+"""`secrets`: provider keys, private keys, JWTs, assignments; placeholders are not secrets."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from _analyzer_helpers import kinds_of, scan_one
+
+from checkrein.policy.analyzers import find_secrets, redact_secrets
+from checkrein.policy.analyzers.secrets import is_placeholder, shannon_entropy
+
+
+def _jwt() -> str:
+    def seg(obj: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{seg({'alg': 'HS256', 'typ': 'JWT'})}.{seg({'sub': '1234567890', 'name': 'Ann'})}.c2lnbmF0dXJlX2J5dGVzX2hlcmU"
+
+
+# Shapes built at test time so that no literal key-shaped string sits in the repository.
+_ALNUM = "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Sa"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("key AKIA" + "Q3VN7ZK2LX5M4P6R" + " here", "aws_access_key"),
+        ("aws_secret_access_key = " + "wJ8rXUtnF3MI/K7MDENG/bPxRfiCYz9Kq2Lm4Np6", "aws_secret_key"),
+        ("token ghp_" + _ALNUM + "abcd", "github_token"),
+        ("github_pat_" + _ALNUM * 2, "github_token"),
+        ("glpat-" + _ALNUM[:20], "gitlab_token"),
+        ("xoxb-" + "123456789012-123456789012-" + _ALNUM[:24], "slack_token"),
+        ("sk_live_" + _ALNUM[:24], "stripe_key"),
+        ("AIza" + _ALNUM + "x2_", "google_api_key"),
+        ("sk-proj-" + _ALNUM + _ALNUM, "openai_key"),
+        ("sk-ant-api03-" + _ALNUM * 3, "anthropic_key"),
+        (_jwt(), "jwt"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + _ALNUM + "\n-----END RSA PRIVATE KEY-----", "private_key"),
+        ('password = "Tr0ub4dor&3x!"', "password"),
+        ("db_password: s3cr3t-Pa55word", "password"),
+        ('{"api_key": "' + _ALNUM + '"}', "credential"),
+        ("https://admin:" + "Q7vR2pL9" + "@db.example.com/", "url_credentials"),
+        ("Authorization: Bearer " + _ALNUM, "bearer_token"),
+    ],
+)
+def test_secrets_are_found(text: str, kind: str) -> None:
+    assert kind in {s.kind for s in find_secrets(text)}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = ${DB_PASSWORD}",
+        "password: <your-password>",
+        "api_key = xxxxxxxxxxxxxxxx",
+        "token = 'fake-token-for-tests'",
+        "secret: changeme",
+        "password = os.getenv('DB_PASSWORD')",
+        "password = db_password",
+        "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "AKIAXXXXXXXXXXXXXXXX",
+        "passport_number: X1234567",
+        "the token_type is bearer",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "sort_key = name",
+        "Reset your password at the settings page",
+        "public_key = 'ssh-ed25519 AAAA'",
+    ],
+)
+def test_placeholders_references_and_prose_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_redaction_masks_every_span_and_keeps_the_rest() -> None:
+    secret = "ghp_" + _ALNUM + "abcd"
+    text = f"use {secret} and password=Tr0ub4dor&3x!"
+    masked, spans = redact_secrets(text)
+    assert secret not in masked and "Tr0ub4dor" not in masked
+    assert masked.startswith("use [REDACTED:github_token] and password=")
+    assert [text[s.start : s.end] for s in spans][0] == secret
+
+
+def test_custom_mask() -> None:
+    masked, _ = redact_secrets("ghp_" + _ALNUM + "abcd", mask="***{kind}***")
+    assert masked == "***github_token***"
+
+
+def test_secret_findings_carry_no_secret_text() -> None:
+    secret = "ghp_" + _ALNUM + "abcd"
+    findings = scan_one(f"please use {secret}")
+    assert kinds_of(findings, "secrets") == {"github_token"}
+    assert all(secret not in f.evidence and secret not in f.message for f in findings)
+
+
+def test_arguments_declared_secret_are_not_reported() -> None:
+    assert scan_one("ghp_" + _ALNUM + "abcd", "secret") == []
+
+
+def test_entropy_and_placeholder_helpers() -> None:
+    assert shannon_entropy("") == 0.0
+    assert shannon_entropy("aaaa") == 0.0
+    assert shannon_entropy("abcd") == 2.0
+    assert is_placeholder("${TOKEN}") and is_placeholder("<token>") and not is_placeholder("Tr0ub4dor&3x!")

@@ -1,0 +1,117 @@
+"""`sql`: structural checks on SQL queries, fragments elsewhere, and `classify_sql`."""
+
+from __future__ import annotations
+
+import pytest
+from _analyzer_helpers import kinds_of, scan_one
+
+from checkrein.policy.analyzers import classify_sql
+from checkrein.policy.analyzers.sql import normalize_sql
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT * FROM t WHERE a = 1", "read"),
+        ("WITH x AS (SELECT 1) SELECT * FROM x", "read"),
+        ("SELECT 1 UNION SELECT 2", "read"),
+        ("INSERT INTO t VALUES (1)", "write"),
+        ("UPDATE t SET a = 1", "write"),
+        ("DELETE FROM t", "write"),
+        ("SELECT * INTO new_t FROM t", "write"),
+        ("CREATE TABLE t (a INT)", "ddl"),
+        ("DROP TABLE t", "ddl"),
+        ("ALTER TABLE t ADD b INT", "ddl"),
+        ("SELECT 1; DROP TABLE t", "ddl"),
+        ("GRANT ALL ON t TO bob", "ddl"),
+        ("this is not ((( sql", "unknown"),
+        ("", "unknown"),
+    ],
+)
+def test_classify_sql(sql: str, expected: str) -> None:
+    assert classify_sql(sql) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("SELECT * FROM users WHERE id = 1; DROP TABLE users", "stacked_statements"),
+        ("SELECT * FROM users WHERE name = '' OR 1=1", "tautology"),
+        ("SELECT * FROM users WHERE name = '' OR 'a'='a'", "tautology"),
+        ("SELECT * FROM users WHERE a = 1 OR TRUE", "tautology"),
+        ("SELECT name FROM users WHERE id = 1 UNION SELECT 1, 2", "union_select"),
+        ("SELECT SLEEP(5)", "time_probe"),
+        ("SELECT pg_sleep(10)", "time_probe"),
+        ("SELECT load_file('/etc/passwd')", "dangerous_function"),
+        ("SELECT * FROM information_schema.tables", "system_catalog"),
+        ("SELECT * FROM WHERE ((a = ", "unparsable"),
+        ("SELECT * FROM t WHERE a = 1 UN/**/ION SELECT password FROM users", "comment_obfuscation"),
+    ],
+)
+def test_query_arguments_are_checked_structurally(query: str, kind: str) -> None:
+    assert kind in kinds_of(scan_one(query, "query"), "sql")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT name FROM users WHERE name LIKE '%x%'",
+        "SELECT a FROM t WHERE a = 'x' OR a = 'y'",
+        "SELECT a FROM t WHERE 1=1 AND a > 3",
+        "SELECT COUNT(*) FROM orders GROUP BY customer",
+        "shishir's birthday",
+        "With You",
+        "weather in India",
+        "Update my calendar for Tuesday",
+    ],
+)
+def test_benign_queries_are_clean(query: str) -> None:
+    assert scan_one(query, "query") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "' OR 1=1 --",
+        "admin'--",
+        "x' or 'a'='a",
+        "1'; DROP TABLE users; --",
+        "1 UNION SELECT username, password FROM users",
+        "1 UNION/**/ALL/**/SELECT NULL",
+        "1 AND SLEEP(5)",
+        "1' WAITFOR DELAY '0:0:5'--",
+        "') or ('x')=('x",
+        "' and extractvalue(1,concat(0x7e,@@version))--",
+        " ORDER BY 3--",
+        "'",
+        "1'",
+        "'+or+1=1--",
+        "%27%20OR%201%3D1--",
+        "1 AND 1=1",
+    ],
+)
+def test_untyped_injection_fragments_are_reported(text: str) -> None:
+    assert kinds_of(scan_one(text), "sql")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "drop those dipping stocks",
+        "Select the best option and update me",
+        "union members met on Friday",
+        "It's Tom's book",
+        "Rock 'n' roll -- live",
+        "sleep (8 hours) is important",
+        "Order by Friday please",
+        "x = y + 1",
+        "PG&E",
+    ],
+)
+def test_untyped_prose_with_sql_words_is_clean(text: str) -> None:
+    assert kinds_of(scan_one(text), "sql") == set()
+
+
+def test_normalize_sql_blanks_comments_but_keeps_mysql_executable_comments() -> None:
+    assert normalize_sql("UN/**/ION  SEL/*x*/ECT") == "un ion sel ect"
+    assert normalize_sql("/*!50000UNION*/ SELECT") == "union select"
