@@ -229,10 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     args = ap.parse_args(argv)
     suites = get_suites(VERSION)
-    redact = DefaultInspector(ResultSettings())._redactor is not None
-    if not redact:
-        print("note: checkrein.policy.analyzers.redact_secrets is not available; secrets are not redacted")
-    inspector = DefaultInspector(ResultSettings(injection=args.injection, redact_secrets=redact))
+    inspector = DefaultInspector(ResultSettings(injection=args.injection))
     attacks = [a for a in args.attacks.split(",") if a]
     table: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()

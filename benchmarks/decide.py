@@ -9,6 +9,7 @@ with allow/deny globs, per-tool risks, argument constraints, and ALL analyzers o
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import statistics
@@ -108,8 +109,8 @@ SMALL_ARGS: dict[str, Any] = {
     "limit": 20000,
     "follow_symlinks": False,
     "tags": ["finance", "quarterly", "emea", "apac", "draft"],
-    "note": "Summarise the regional revenue for the board deck; keep the numbers as they are in the file. "
-    "Ask before reading anything outside the reports folder.",
+    "note": "Summarise the regional revenue for the board deck; keep the numbers exactly as they are in the "
+    "file. Ask before reading anything outside the reports folder, and say which rows you skipped.",
 }
 
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 call = ToolCall(who, "bench", "t", "s", exposed, args, server="fs0", tool=exposed.split("__")[1])
                 d = decide(policy, call, session, 0.0)
-                p50, p99 = measure(lambda call=call: decide(policy, call, session, 0.0), iters, clock)  # type: ignore[misc]
+                p50, p99 = measure(functools.partial(decide, policy, call, session, 0.0), iters, clock)
                 rows.append(
                     {
                         "tools": n,

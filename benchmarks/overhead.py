@@ -2,12 +2,14 @@
 
     .venv/bin/python benchmarks/overhead.py [--calls 400] [--rounds 5] [--concurrency 16]
 
-Each round runs, in alternating order, every target sequentially (one call at a time) and with
+Targets: ``direct``; ``checkrein`` (default analyzers on); ``checkrein-noscan`` (argument analyzers
+off, to separate their cost); ``minimal-proxy``; ``fastmcp-proxy`` when available. Each round runs, in alternating order, every target sequentially (one call at a time) and with
 ``--concurrency`` calls in flight, so drift in machine load hits all targets alike. Every target is
 one long-lived session opened before the first round (no per-call setup is measured). Prints p50 /
-p99 latency, calls/s and the ratios to the direct baseline. A FastMCP proxy is added as the peer
-baseline when ``fastmcp`` is importable (``pip install 'checkrein[bench]'``), else skipped with a
-message.
+p99 latency, calls/s and the ratios to the direct baseline. A minimal low-level SDK proxy (one
+``Server`` forwarding to one ``ClientSession``, no checks at all) is the floor to compare with; a
+FastMCP proxy is added as the peer baseline when ``fastmcp`` is importable
+(``pip install 'checkrein[bench]'``), else skipped with a message.
 """
 
 from __future__ import annotations
@@ -29,6 +31,38 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 ECHO = [sys.executable, "-m", "checkrein.testing.echo_server"]
+
+MINIMAL_PROXY = """
+import sys, anyio
+import mcp.types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+class Session(ClientSession):
+    async def validate_tool_result(self, name, result):
+        return None
+
+async def main():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "checkrein.testing.echo_server"])
+    async with stdio_client(params) as (r, w), Session(r, w) as up:
+        await up.initialize()
+        listed = await up.list_tools()
+
+        async def list_tools(ctx, params):
+            return listed
+
+        async def call_tool(ctx, params):
+            return await up.call_tool(params.name, params.arguments or {})
+
+        server = Server("minimal-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+        server.middleware = []
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
 
 FASTMCP_PROXY = """
 import sys
@@ -95,8 +129,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def gateway_config(directory: Path) -> Path:
+def gateway_config(directory: Path, *, analyzers: bool = True) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "checkrein.toml"
+    off = "" if analyzers else '\nanalyzers = { paths = "off", urls = "off", shell = "off", sql = "off", secrets = "off" }'
     args = ", ".join(f'"{a}"' for a in ECHO[1:])
     path.write_text(
         f"""[gateway]
@@ -108,7 +144,7 @@ command = "{ECHO[0]}"
 args = [{args}]
 
 [policy]
-allow = ["echo__echo"]
+allow = ["echo__echo"]{off}
 """,
         encoding="utf-8",
     )
@@ -118,7 +154,8 @@ allow = ["echo__echo"]
 async def main(args: argparse.Namespace) -> None:
     env = dict(os.environ)
     directory = Path(tempfile.mkdtemp(prefix="checkrein-bench-"))
-    config = gateway_config(directory)
+    config = gateway_config(directory / "scan")
+    config_noscan = gateway_config(directory / "noscan", analyzers=False)
     targets = [
         Target("direct", StdioServerParameters(command=ECHO[0], args=ECHO[1:], env=env), "echo"),
         Target(
@@ -126,7 +163,17 @@ async def main(args: argparse.Namespace) -> None:
             StdioServerParameters(command=sys.executable, args=["-m", "checkrein", "serve", "--config", str(config)], env=env),
             "echo__echo",
         ),
+        Target(
+            "checkrein-noscan",
+            StdioServerParameters(
+                command=sys.executable, args=["-m", "checkrein", "serve", "--config", str(config_noscan)], env=env
+            ),
+            "echo__echo",
+        ),
     ]
+    targets.append(
+        Target("minimal-proxy", StdioServerParameters(command=sys.executable, args=["-c", MINIMAL_PROXY], env=env), "echo")
+    )
     try:
         import fastmcp  # noqa: F401
 
@@ -148,7 +195,7 @@ async def main(args: argparse.Namespace) -> None:
 
     base = targets[0]
     print(f"\n{args.rounds} rounds x {args.calls} calls, echo tool, stdio; concurrency {args.concurrency}")
-    print(f"{'target':<14} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'conc p50':>9} {'conc p99':>9} {'conc/s':>7}  ratios (p50 seq, calls/s seq, calls/s conc)")
+    print(f"{'target':<16} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'conc p50':>9} {'conc p99':>9} {'conc/s':>7}  ratios (p50 seq, calls/s seq, calls/s conc)")
     for t in targets:
         seq50, conc_rate, seq_rate = pct(t.seq, 0.5), statistics.median(t.conc_rate), statistics.median(t.seq_rate)
         ratios = (
@@ -156,7 +203,7 @@ async def main(args: argparse.Namespace) -> None:
             f"{conc_rate / statistics.median(base.conc_rate):.2f}x"
         )
         print(
-            f"{t.name:<14} {seq50:8.2f} {pct(t.seq, 0.99):8.2f} {seq_rate:7.0f} {pct(t.conc, 0.5):9.2f} "
+            f"{t.name:<16} {seq50:8.2f} {pct(t.seq, 0.99):8.2f} {seq_rate:7.0f} {pct(t.conc, 0.5):9.2f} "
             f"{pct(t.conc, 0.99):9.2f} {conc_rate:7.0f}  {ratios}"
         )
     for t in targets[1:]:

@@ -13,7 +13,8 @@
     ├── BudgetExceeded                  budget.exceeded
     ├── UpstreamError                   upstream.error
     │   ├── UpstreamUnavailable         upstream.unavailable  (failed to start, crashed, reconnecting)
-    │   └── UpstreamTimeout             upstream.timeout
+    │   ├── UpstreamTimeout             upstream.timeout
+    │   └── UpstreamRequestFailed       upstream.request_failed (the upstream answered a JSON-RPC error)
     ├── AuditError                      audit.error
     │   └── AuditUnavailable            audit.unavailable     (cannot write: calls fail closed)
     └── FrontendError                   frontend.error
@@ -37,6 +38,7 @@ __all__ = [
     "ToolNotFound",
     "ToolQuarantined",
     "UpstreamError",
+    "UpstreamRequestFailed",
     "UpstreamTimeout",
     "UpstreamUnavailable",
 ]
@@ -127,6 +129,21 @@ class UpstreamUnavailable(UpstreamError):
 
 class UpstreamTimeout(UpstreamError):
     code = "upstream.timeout"
+
+
+class UpstreamRequestFailed(UpstreamError):
+    """The upstream answered with a JSON-RPC error (unknown tool, bad params, its own fault).
+
+    ``rpc_code``/``rpc_message``/``rpc_data`` carry the upstream's error as it was sent.
+    """
+
+    code = "upstream.request_failed"
+
+    def __init__(self, message: str, *, rpc_code: int, rpc_message: str, rpc_data: object = None) -> None:
+        super().__init__(message)
+        self.rpc_code = rpc_code
+        self.rpc_message = rpc_message
+        self.rpc_data = rpc_data
 
 
 class AuditError(CheckreinError):

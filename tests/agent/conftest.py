@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 from mcp import StdioServerParameters
+from mcp.server.mcpserver import MCPServer
+
+from checkrein.servers import knowledge, sandbox
+from checkrein.servers.sandbox_paths import seed_sandbox
 
 
 @pytest.fixture
@@ -112,4 +116,17 @@ def server_env(tmp_path: Path) -> dict[str, str]:
 
 
 def bundled(name: str, env: dict[str, str]) -> StdioServerParameters:
+    """A bundled server as a stdio subprocess."""
     return StdioServerParameters(command=sys.executable, args=["-m", f"checkrein.servers.{name}"], env=env)
+
+
+def inproc(name: str, env: dict[str, str]) -> MCPServer[Any]:
+    """A bundled server object, served in-process over JSON-RPC memory streams (no process start:
+    keeps the suite fast where the transport is not what a test is about)."""
+    if name == "sandbox":
+        root = Path(env["CHECKREIN_SANDBOX_DIR"])
+        seed_sandbox(root)
+        return sandbox.build_server(root.resolve())
+    if name == "knowledge":
+        return knowledge.build_server(Path(env["CHECKREIN_KB_PATH"]))
+    raise ValueError(name)

@@ -14,7 +14,7 @@ from checkrein.agent.runner import run_query
 from checkrein.agent.scripted import ScriptedModel, ScriptStep
 from checkrein.agent.trace import read_trace, summarize_trace
 
-from .conftest import bundled
+from .conftest import inproc
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +82,7 @@ async def test_compression_in_a_run_is_recorded_in_the_trace(
     steps = [ScriptStep("read_file", {"filename": "important.txt"})] * 6
     model = ScriptedModel(steps, "done: {result[5]}", fail_summary=fail)
     settings = RunSettings(compress_at_tokens=300, max_steps=10)
-    out = await run_query(bundled("sandbox", server_env), model, "read it many times", tmp_path / "t", settings)
+    out = await run_query(inproc("sandbox", server_env), model, "read it many times", tmp_path / "t", settings)
     assert out.result.status == "answered" and "access review" in out.result.answer
     events = [e for e in read_trace(out.trace_path) if e["type"] == "compression"]
     assert events and all(e["ok"] is False for e in events) if fail else any(e["ok"] for e in events)

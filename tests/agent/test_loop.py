@@ -17,7 +17,7 @@ from checkrein.agent.runner import run_query
 from checkrein.agent.scripted import ScriptedModel, ScriptStep
 from checkrein.agent.trace import TraceWriter, read_trace, summarize_trace
 
-from .conftest import FakeOpenAI, bundled, completion, error
+from .conftest import FakeOpenAI, bundled, completion, error, inproc
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +58,7 @@ async def test_bad_arguments_and_tool_errors_are_fed_back_to_the_model(
 ) -> None:
     fake_openai.queue += [completion(tool_calls=[("c1", "read_file", {"filename": "../etc/passwd"})]),
                           completion("Refused, as it should be.")]
-    out = await run_query(bundled("sandbox", server_env), _openai(fake_openai), "read passwd", tmp_path / "t")
+    out = await run_query(inproc("sandbox", server_env), _openai(fake_openai), "read passwd", tmp_path / "t")
     fed_back = fake_openai.requests[1]["messages"][-1]["content"]
     assert fed_back.startswith("tool error: refused")
     assert out.result.tool_calls[0].status == "error"
@@ -68,7 +68,7 @@ async def test_a_model_error_ends_the_run_with_a_recorded_error(
     fake_openai: FakeOpenAI, server_env: dict[str, str], tmp_path: Path
 ) -> None:
     fake_openai.queue += [error(400, "context length exceeded")]
-    out = await run_query(bundled("sandbox", server_env), _openai(fake_openai), "hi", tmp_path / "t")
+    out = await run_query(inproc("sandbox", server_env), _openai(fake_openai), "hi", tmp_path / "t")
     assert out.result.status == "error" and "context length exceeded" in (out.result.error or "")
     events = read_trace(out.trace_path)
     assert events[-2]["type"] == "error" and events[-2]["code"] == "agent.model_error"
@@ -80,23 +80,25 @@ async def test_scripted_knowledge_base_first_run_answers_from_the_seed(
 ) -> None:
     model = ScriptedModel([ScriptStep("knowledge__search_documents", {"query": "running Shanghai months"})],
                           "From the knowledge base: {result[0]}")
-    out = await run_query(bundled("knowledge", server_env), model, "Best months to run in Shanghai?", tmp_path / "t")
+    out = await run_query(inproc("knowledge", server_env), model, "Best months to run in Shanghai?", tmp_path / "t")
     assert out.result.status == "answered"
     assert "April" in out.result.answer and "October" in out.result.answer
 
 
 async def test_the_step_limit_stops_a_run(server_env: dict[str, str], tmp_path: Path) -> None:
     model = ScriptedModel([ScriptStep("get_weather", {"city": "Paris"})] * 5, "never reached")
-    out = await run_query(bundled("sandbox", server_env), model, "loop", tmp_path / "t", RunSettings(max_steps=3))
+    out = await run_query(inproc("sandbox", server_env), model, "loop", tmp_path / "t", RunSettings(max_steps=3))
     assert out.result.status == "max_steps" and len(out.result.tool_calls) == 3
     assert "Stopped after 3 steps" in out.result.answer
 
 
-async def test_a_server_that_dies_mid_run_ends_it_with_an_error(tmp_path: Path) -> None:
+async def test_traceparent_reaches_the_server_and_a_server_that_dies_ends_the_run(tmp_path: Path) -> None:
     crashy = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("crashy_server.py"))],
                                    env={"PATH": "/usr/bin:/bin"})
-    model = ScriptedModel([ScriptStep("echo", {"text": "hi"}), ScriptStep("crash", {}), ScriptStep("echo", {"text": "x"})])
+    model = ScriptedModel([ScriptStep("traceparent", {}), ScriptStep("crash", {}), ScriptStep("echo", {"text": "x"})])
     out = await run_query(crashy, model, "crash it", tmp_path / "t")
+    first = out.result.tool_calls[0]
+    assert first.text == f"00-{out.result.trace_id}-{first.span_id}-01"
     assert out.result.status == "error"
     assert [r.status for r in out.result.tool_calls] == ["ok", "transport_error"]
     assert "error" in _types(out.trace_path) and _types(out.trace_path)[-1] == "run_end"
@@ -113,7 +115,7 @@ async def test_secrets_in_arguments_never_reach_the_trace(server_env: dict[str, 
     secret = "sk-proj-" + "Zq9" * 12
     model = ScriptedModel([ScriptStep("write_file", {"filename": "creds.txt", "content": f"key={secret}"}),
                            ScriptStep("read_file", {"filename": "creds.txt"})], "Saved: {result[1]}")
-    out = await run_query(bundled("sandbox", server_env), model, "store my key", tmp_path / "t")
+    out = await run_query(inproc("sandbox", server_env), model, f"store my key {secret}", tmp_path / "t")
     assert out.result.status == "answered" and secret in out.result.answer  # the user still gets it
     assert secret not in out.trace_path.read_text()
 
@@ -153,3 +155,22 @@ async def test_denials_and_approvals_are_security_events_and_calls_carry_tracepa
     assert kinds == ["denial", "approval"]
     summary = summarize_trace(events)
     assert (summary.denials, summary.approvals, summary.tool_success_rate) == (1, 1, 0.5)
+
+
+async def test_rate_limits_inside_a_run_are_retried_and_parallel_calls_all_answered(
+    fake_openai: FakeOpenAI, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    fake_openai.queue += [
+        error(429, "slow down", {"retry-after": "0"}),
+        completion(tool_calls=[("a", "get_weather", {"city": "Paris"}), ("b", "get_weather", {"city": "Tokyo"})]),
+        completion("Paris and Tokyo checked."),
+    ]
+    seen: list[str] = []
+    out = await run_query(inproc("sandbox", server_env), _openai(fake_openai), "Paris and Tokyo?", tmp_path / "t",
+                          observer=lambda e: seen.append(e["type"]))
+    assert out.result.status == "answered" and len(out.result.tool_calls) == 2
+    replies = [m for m in fake_openai.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in replies] == ["a", "b"]
+    summary = summarize_trace(read_trace(out.trace_path))
+    assert (summary.model_retries, summary.model_calls, summary.tool_ok) == (1, 2, 2)
+    assert seen == _types(out.trace_path)

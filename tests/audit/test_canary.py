@@ -83,13 +83,21 @@ def _all_bytes(d: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(d.iterdir()) if p.is_file())
 
 
+def _policy_finder() -> Any:
+    from checkrein.policy.analyzers import find_secrets
+
+    return find_secrets
+
+
+@pytest.mark.parametrize("finder", ["builtin", "policy"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_planted_secrets_never_reach_jsonl_or_sqlite(tmp_path: Path, seed: int) -> None:
+def test_planted_secrets_never_reach_jsonl_or_sqlite(tmp_path: Path, seed: int, finder: str) -> None:
     c = make_canaries(seed)
     d = tmp_path / "audit"
+    secret_finder = _policy_finder() if finder == "policy" else None
 
     async def run() -> bytes:
-        trail = open_audit_trail(settings(d), tmp_path)
+        trail = open_audit_trail(settings(d), tmp_path, secret_finder=secret_finder)
         for i in range(5):
             await trail.record_call(make_record(i, arguments=planted_args(c), result=planted_result(c),
                                                 decision={"effect": "deny", "rule_id": "r", "risk": "high", "approval": None,

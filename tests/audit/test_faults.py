@@ -64,6 +64,9 @@ async def test_write_failure_denies_calls_until_the_disk_recovers(tmp_path: Path
     with pytest.raises(AuditUnavailable):
         await trail.record_call(make_record(101))
     assert trail.counters["rejected_unwritable"] == 1
+    # stays closed across several retries while the fault lasts
+    await _until(lambda: trail.counters["write_errors"] >= 3, "retries")
+    assert not trail.writable()
     assert trail.counters["write_errors"] >= 1
 
     plan.clear()
@@ -75,6 +78,7 @@ async def test_write_failure_denies_calls_until_the_disk_recovers(tmp_path: Path
     traces = _traces(d)
     assert sorted(traces) == sorted(accepted)  # none lost, none duplicated, the rejected one absent
     resumed = [e for e in map(json.loads, read_lines(d)) if e.get("event") == "audit.resumed"]
+    # one outage, however many retries it took: exactly one resumed event
     assert len(resumed) == 1 and resumed[0]["fields"]["rejected_unwritable"] == 1
     report = verify_log(d)
     assert report.exit_code == 0, report.problem

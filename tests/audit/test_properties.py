@@ -22,7 +22,7 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5),
     max_leaves=30,
 )
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST
@@ -96,7 +96,7 @@ def planted(draw: st.DrawFn) -> tuple[Any, str]:
     return value, secret
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(planted())
 def test_redaction_never_leaks_a_planted_value_and_never_mutates(case: tuple[Any, str]) -> None:
     value, secret = case
@@ -141,3 +141,57 @@ def test_merkle_root_matches_rfc6962_known_answer() -> None:
     lb = hashlib.sha256(b"\x00" + bytes.fromhex(b)).digest()
     assert merkle_root([a, b]) == hashlib.sha256(b"\x01" + la + lb).hexdigest()
     assert merkle_root([]) == hashlib.sha256(b"").hexdigest()
+
+
+@FAST
+@given(json_values)
+def test_fast_path_agrees_with_the_full_walk(value: Any) -> None:
+    r = Redactor()
+    doc = canonical_json(value)
+    fast, copy_ = r.fast_preview(doc, value)
+    if fast:
+        assert copy_ == r.preview(value, "")[0] and r.preview(value, "")[1] == []
+        assert copy_ is not value or not isinstance(value, dict | list)
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Lifecycle bodies with arbitrary JSON fields (checkpoint cadence drawn too)."""
+    return [{"f": draw(json_values)} for _ in range(draw(st.integers(1, 25)))]
+
+
+def _write_chain(directory: Any, fields: list[dict[str, Any]], every: int) -> list[bytes]:
+    from checkrein.audit.chain import Chain
+    from checkrein.audit.event import EventFactory
+
+    chain = Chain(log_id=Chain.new_log_id(), next_seq=0, head_hash=None, hashes=[], signer=None)
+    lines = [chain.seal(chain.genesis(0.0))[0]]
+    for i, f in enumerate(fields):
+        preview, red = Redactor().preview(f, "/fields")
+        lines.append(chain.seal(EventFactory.lifecycle_body("test.event", preview, float(i), red))[0])
+        if chain.since_checkpoint >= every:
+            lines.append(chain.seal(chain.checkpoint("count", float(i)))[0])
+    lines.append(chain.seal(chain.checkpoint("shutdown", 99.0))[0])
+    directory.mkdir(exist_ok=True)
+    (directory / "segment-000001.jsonl").write_bytes(b"".join(lines))
+    return lines
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chains(), st.integers(1, 7), st.data())
+def test_any_chain_verifies_and_any_deleted_event_is_blamed_exactly(
+    fields: list[dict[str, Any]], every: int, data: st.DataObject
+) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from checkrein.audit.verify import verify_log
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "log"
+        lines = _write_chain(d, fields, every)
+        assert verify_log(d).exit_code == 0
+        k = data.draw(st.integers(1, len(lines) - 1))
+        (d / "segment-000001.jsonl").write_bytes(b"".join(lines[:k] + lines[k + 1 :]))
+        report = verify_log(d)
+        assert report.exit_code == 1 and report.problem is not None and report.problem.seq == k

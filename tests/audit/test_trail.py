@@ -128,6 +128,8 @@ def test_sqlite_index_has_every_event_and_indexes(tmp_path: Path) -> None:
     assert n == len(read_lines(d))
     assert {"events_time", "events_session", "events_trace", "events_tool", "events_outcome"} <= names
     assert mode == "wal"
+    for p in d.iterdir():
+        assert p.stat().st_mode & 0o077 == 0, p  # segments and index are private to the owner
 
 
 def test_index_catches_up_after_losing_rows(tmp_path: Path) -> None:

@@ -287,3 +287,14 @@ def test_index_disagreeing_with_the_chain_is_invalid(signed_log: tuple[Path, Pat
     report = verify_log(work)
     assert report.exit_code == 1 and report.problem is not None and report.problem.file == "index.sqlite"
     assert report.problem.seq == 4
+
+
+def test_live_mode_accepts_an_open_tail_but_not_a_gap(signed_log: tuple[Path, Path], tmp_path: Path) -> None:
+    d, _ = signed_log
+    work = _copy(d, tmp_path)
+    lines = _lines(work)
+    _write(work, lines[:-1] + [lines[-1][:30]])
+    assert verify_log(work, live=True).exit_code == 0
+    assert verify_log(work).exit_code == 1
+    _write(work, lines[:10] + lines[11:])
+    assert verify_log(work, live=True).exit_code == 1

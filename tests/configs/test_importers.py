@@ -211,3 +211,22 @@ def test_imported_names_fit_checkrein_and_stay_unique() -> None:
     names = [s.name for s in read_client_text(text, "claude", source="t").servers]
     assert names == ["a_b", "a_b-2", "x"]
     parse_config("\n".join(f'[[servers]]\nname = "{n}"\ncommand = "c"\n' for n in names))
+
+
+_TOKENS = st.sampled_from(["ghp_", "sk-", "glpat-", "xoxb-"]).flatmap(
+    lambda prefix: st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=24, max_size=40).map(lambda body: prefix + body)
+)
+
+
+@given(secret=_TOKENS, key=st.sampled_from(["GITHUB_TOKEN", "API_KEY", "SOMETHING"]))
+def test_no_token_survives_import_wherever_it_was_written(secret: str, key: str) -> None:
+    """Property: a token-shaped value in env, a header, an argument or a URL never reaches the
+    checkrein config, and every moved value is named for the operator."""
+    source = json.dumps({"mcpServers": {
+        "a": {"command": "srv", "args": ["--key", secret, f"--other={secret}x"], "env": {key: secret}},
+        "b": {"type": "http", "url": f"https://b.example.com/mcp?k={secret}", "headers": {"X-Thing": secret}},
+    }})
+    result = read_client_text(source, "claude", source="t.json")
+    text = render_checkrein_config(result)
+    assert secret not in text
+    assert all(s.variable in text for s in result.secrets)

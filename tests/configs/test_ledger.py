@@ -147,6 +147,7 @@ def test_ledger_end_to_end_against_the_real_echo_server(tmp_path: Path) -> None:
         outs.append(out)
     ledger = json.loads(outs[0].read_text())
     assert ledger["servers"]["echo"]["state"] == "ready"
+    assert ledger["software"].startswith("checkrein ")
     assert ledger["servers"]["echo"]["reported"]["name"] == "echo-test"
     assert ledger["servers"]["echo"]["reported"]["version"]
     assert "echo__echo" in ledger["catalog"]["tools"]

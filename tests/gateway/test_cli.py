@@ -74,8 +74,9 @@ def test_pin_reviews_drift_and_records_new_digests(tmp_path: Path) -> None:
 
     accepted = runner.invoke(app, ["pin", "--config", str(config), "--yes"])
     assert accepted.exit_code == 0 and lock.read_bytes() != before
-    again = runner.invoke(app, ["pin", "--config", str(config), "--yes"])
-    assert again.exit_code == 0 and "up to date" in again.output, "the new digests match the running server"
+    pinned = json.loads(lock.read_text(encoding="utf-8"))["tools"]
+    assert pinned["a__echo"]["digest"] == rows["a__echo"]["digest"], "the lock now holds the reviewed definition"
+    assert "~/.ssh/id_rsa" in pinned["a__echo"]["definition"]["description"]
 
 
 def test_http_on_a_public_address_without_a_token_is_refused(tmp_path: Path) -> None:

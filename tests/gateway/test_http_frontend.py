@@ -226,3 +226,13 @@ def test_malformed_json_rpc_gets_a_json_rpc_error(gateway: Gateway, body: bytes)
     assert 400 <= status < 500
     doc = json.loads(raw)
     assert doc["jsonrpc"] == "2.0" and doc["error"]["code"] in (-32700, -32600, -32602)
+
+
+def test_stats_needs_the_token_and_reports_counters_and_server_states(gateway: Gateway) -> None:
+    assert http_status(gateway.base + "/stats")[0] == 401
+    status, body = http_status(gateway.base + "/stats", headers={"Authorization": f"Bearer {GW_TOKEN}"})
+    assert status == 200
+    doc = json.loads(body)
+    assert {"policy_errors", "approval_failures", "upstream_timeouts", "retries"} <= set(doc["counters"])
+    states = {s["name"]: s["state"] for s in doc["servers"]}
+    assert states["broken"] == "failed" and states["missing"] == "failed" and states["h"] == "ready"

@@ -10,7 +10,7 @@ import mcp.types as types
 import pytest
 from gateway_support import CapturingTrail, make_config
 
-from checkrein.catalog import ToolDefinition
+from checkrein.catalog import ToolDefinition, plan_pin, read_lock, write_lock
 from checkrein.errors import UpstreamUnavailable
 from checkrein.gate.pipeline import Gate
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult, BudgetVerdict
@@ -341,4 +341,27 @@ async def test_every_call_is_audited_whatever_happened(tmp_path: Path) -> None:
     for name in ("a__echo", "a__write", "a__nope", "zzz"):
         await gate.call_tool(call(name))
     assert [r.outcome for r in trail.calls] == ["ok", "denied", "not_found", "not_found"]
+    assert [r.decision["effect"] for r in trail.calls] == ["allow", "deny", "deny", "deny"]
+    assert trail.calls[2].decision["rule_id"] == "catalog:not_found"
     assert gate.counters.calls == 4
+
+
+async def test_a_refusal_after_the_policy_allowed_is_audited_as_that_refusal(tmp_path: Path) -> None:
+    gate, trail = await started(tmp_path, upstream(), budget=Budget(admitted=False))
+    await gate.call_tool(call("a__echo"))
+    decision = trail.calls[0].decision
+    assert decision["effect"] == "deny" and decision["rule_id"] == "budget:test"
+    assert decision["reasons"][0] == "3 calls per minute" and decision["reasons"][1].startswith("policy: allow")
+
+
+async def test_a_pin_written_while_running_releases_the_quarantined_tool(tmp_path: Path) -> None:
+    up = upstream()
+    gate, _ = await started(tmp_path, up)
+    await up.change_tool(ToolDefinition("a", "echo", description="reviewed change"), lambda a: "new echo")
+    await gate.refresh("a")
+    assert (await gate.call_tool(call("a__echo"))).is_error
+    lock = tmp_path / "checkrein.lock"
+    write_lock(lock, plan_pin(gate.catalog, read_lock(lock)).new_lock)  # what `checkrein pin --yes` does
+    result = await gate.call_tool(call("a__echo"))
+    assert not result.is_error and text(result) == "new echo"
+    assert gate.counters.quarantine_denials == 1

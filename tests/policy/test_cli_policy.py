@@ -124,6 +124,16 @@ def test_a_missing_or_corrupt_lock_exits_2(project: Path) -> None:
     assert invoke("check", "-c", str(project), "-t", "fs__read_file")[0] == 2
 
 
+def test_a_lock_entry_without_an_input_schema_exits_2(project: Path) -> None:
+    lock = project.parent / "checkrein.lock"
+    definition = {"name": "read_file"}
+    doc = {"version": 1, "tools": {"fs__read_file": {"digest": digest(definition), "definition": definition}}}
+    lock.write_text(json.dumps(doc))
+    code, out = invoke("check", "-c", str(project), "-t", "fs__read_file")
+    assert code == 2
+    assert "inputSchema" in out
+
+
 def test_policy_tools_lists_every_pinned_tool(project: Path) -> None:
     code, out = invoke("tools", "-c", str(project), "--json")
     assert code == 0
@@ -132,6 +142,13 @@ def test_policy_tools_lists_every_pinned_tool(project: Path) -> None:
     assert rows["fs__delete_file"]["effect"] == "ask"
     assert rows["fs__delete_file"]["category"] == "delete"
     assert rows["fs__admin"]["effect"] == "deny"
+
+
+def test_policy_tools_warns_about_rules_that_match_nothing(project: Path) -> None:
+    project.write_text(CONFIG.replace('allow = ["fs__*"]', 'allow = ["fs__*", "fss__typo"]'))
+    result = CliRunner().invoke(app, ["policy", "tools", "-c", str(project), "--json"])
+    assert result.exit_code == 0
+    assert "allow: fss__typo matches no pinned tool" in result.stderr
 
 
 def test_the_real_command_runs_without_starting_any_upstream(project: Path) -> None:

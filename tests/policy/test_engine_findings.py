@@ -129,3 +129,34 @@ def test_high_risk_with_a_clean_scan_still_asks() -> None:
     toml = '[policy]\nallow = ["t__*"]\n[policy.tools."t__*"]\nrisk = "high"\n'
     p = policy(toml, tool("t__a"), scanner=FakeScanner({}))
     assert run(p, "t__a", {"x": "1"}).rule_id == "risk:high"
+
+
+def test_the_real_analyzers_are_wired_in_by_default() -> None:
+    """Without an injected scanner, compile_policy uses checkrein.policy.analyzers.scan_arguments."""
+    from checkrein.config import parse_config
+    from checkrein.policy import compile_policy
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    p = compile_policy(parse_config(BASE), dict([tool("t__read_file", schema)]))
+    assert p.analyzers_missing is None
+    assert p.plans["t__read_file"].scan is not None
+    assert run(p, "t__read_file", {"path": "notes/today.txt"}).effect == "allow"
+    d = run(p, "t__read_file", {"path": "../../../../etc/passwd"})
+    assert (d.effect, d.error_code) == ("deny", "policy.finding")
+    assert {f.analyzer for f in d.findings} == {"paths"}
+    assert all(f.path == "/path" for f in d.findings)
+
+
+def test_secret_kind_arguments_are_redacted_even_in_denials() -> None:
+    toml = BASE + '[policy.tools."t__login".args.password]\nkind = "secret"\n[policy.tools."t__login".args.user]\npattern = "[a-z]+"\n'
+    p = policy(toml, tool("t__login"), scanner=FakeScanner({}))
+    d = run(p, "t__login", {"password": "hunter2", "user": "Robert'); DROP"})
+    assert (d.effect, d.redactions) == ("deny", ("/password",))
+
+
+def test_redactions_cover_secrets_found_alongside_a_denying_finding() -> None:
+    p = policy(BASE + '[policy.analyzers]\nsecrets = "ask"\n', tool("t__post"), scanner=FakeScanner(BAD))
+    d = run(p, "t__post", {"a": "../../etc/passwd", "z": "AKIA..."})
+    assert d.effect == "deny"
+    assert d.redactions == ("/z",)
+    assert [f.analyzer for f in d.findings] == ["paths", "secrets"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import anyio
 import pytest
 from _policy_helpers import call, policy, run, tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkrein.canonical import digest
 from checkrein.config import parse_config
@@ -58,8 +61,10 @@ def test_an_exception_anywhere_in_decide_denies() -> None:
     p = policy(BASE, tool("t__a"))
 
     class Exploding(dict[str, Any]):
-        def items(self) -> Any:
+        def values(self) -> Any:
             raise ValueError("boom")
+
+        items = values
 
     d = run(p, "t__a", Exploding(x=1))
     assert (d.effect, d.rule_id, d.error_code) == ("deny", "policy.error", "policy.error")
@@ -103,3 +108,25 @@ async def test_approver_faults_raise_approval_failed(inner: Any) -> None:
         await bound.approve(_request({"x": 1}))
     assert info.value.code == "approval.failed"
     assert bound.failures == 1
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=40)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20,
+)
+_REAL = compile_policy(
+    parse_config(BASE + '[policy.tools."t__a".args.n]\nminimum = 0\n[policy.tools."t__a".args.p]\npattern = "[a-z]*"\n'),
+    dict([tool("t__a", {"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}})]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(arguments=_json)
+def test_decide_with_the_real_analyzers_never_raises_and_never_mutates(arguments: Any) -> None:
+    before = copy.deepcopy(arguments)
+    d = run(_REAL, "t__a", arguments)
+    assert d.effect in ("allow", "deny", "ask")
+    assert d.rule_id
+    assert repr(arguments) == repr(before)
+    assert run(_REAL, "t__a", arguments) == d  # same inputs, same decision

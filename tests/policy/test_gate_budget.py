@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from _policy_helpers import call
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkrein.config import parse_config
 from checkrein.gate.budget import InProcessBudget
@@ -88,3 +90,25 @@ def test_a_refused_call_charges_no_other_limit() -> None:
 def test_rate_without_burst_defaults_to_the_ceiling_of_the_rate() -> None:
     b = budget('[[budgets.limits]]\nscope = "tool"\nrate_per_s = 2.5\n')
     assert admitted(b, 10) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rate=st.floats(0.5, 20),
+    burst=st.integers(1, 10),
+    gaps=st.lists(st.floats(0, 2), min_size=1, max_size=60),
+)
+def test_a_bucket_never_admits_more_than_burst_plus_refill(rate: float, burst: int, gaps: list[float]) -> None:
+    b = budget(f'[[budgets.limits]]\nscope = "tool"\nrate_per_s = {rate}\nburst = {burst}\n')
+    now, admitted_count = 0.0, 0
+    for gap in gaps:
+        now += gap
+        admitted_count += b.admit(call("fs__read"), now).admitted
+    assert admitted_count <= burst + rate * now + 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(rate=st.floats(0.5, 20), n=st.integers(1, 50))
+def test_calls_spaced_at_the_rate_are_always_admitted(rate: float, n: int) -> None:
+    b = budget(f'[[budgets.limits]]\nscope = "tool"\nrate_per_s = {rate}\nburst = 1\n')
+    assert all(b.admit(call("fs__read"), i / rate).admitted for i in range(n))

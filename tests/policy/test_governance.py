@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
 from dataclasses import replace
 
 import pytest
 from _policy_helpers import ANON, LOCAL, call, policy, run, tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkrein.policy import Identity, SessionState, decide, may_see
 from checkrein.policy.engine import governance_decision
@@ -222,3 +226,25 @@ def test_policy_digest_changes_with_the_policy_and_the_tools() -> None:
     same = policy('[policy]\nallow = ["fs__*"]\n', tool("fs__read"))
     assert len({a.digest, b.digest, c.digest}) == 3
     assert a.digest == same.digest
+
+
+_names = st.sampled_from(["fs__read", "fs__write", "db__query", "db__drop", "web__fetch"])
+_globs = st.lists(st.sampled_from(["fs__*", "db__*", "*__read", "*__d*", "web__fetch", "*", "x__*"]), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(allow=_globs, deny=_globs, name=_names)
+def test_deny_always_wins_and_nothing_is_allowed_without_a_rule(allow: list[str], deny: list[str], name: str) -> None:
+    both = set(allow) & set(deny) - {g for g in allow if any(c in g for c in "*?[")}
+    if both:
+        return  # a config error, covered elsewhere
+    toml = f"[policy]\nallow = {json.dumps(allow)}\ndeny = {json.dumps(deny)}\n" + '[policy.tools."*"]\nrisk = "low"\n'
+    p = policy(toml, tool(name))
+    d = run(p, name)
+    if any(fnmatch.fnmatchcase(name, g) for g in deny):
+        assert d.effect == "deny" and d.rule_id.startswith("deny:")
+    elif any(fnmatch.fnmatchcase(name, g) for g in allow):
+        assert d.effect == "allow"
+    else:
+        assert (d.effect, d.rule_id) == ("deny", "default:deny")
+    assert may_see(p, LOCAL, name) is (d.effect != "deny")

@@ -20,10 +20,15 @@ def _text(result: Any) -> str:
     return "\n".join(block.text for block in result.content)
 
 
-async def test_tools_carry_annotations_that_match_what_they_do(connect: Connect) -> None:
+async def test_annotations_match_what_tools_do_and_weather_is_deterministic(connect: Connect) -> None:
     with anyio.fail_after(30):
         async with connect("sandbox") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
+            a = await client.call_tool("get_weather", {"city": "Shanghai"})
+            b = await client.call_tool("get_weather", {"city": "shanghai, China"})
+            fc = await client.call_tool("get_forecast", {"city": "Tokyo", "days": 7})
+            too_many = await client.call_tool("get_forecast", {"city": "Tokyo", "days": 8})
+            unknown = await client.call_tool("get_weather", {"city": "Atlantis"})
     assert set(tools) == {"get_weather", "get_forecast", "read_file", "write_file", "delete_file", "execute_command"}
     for name in ("get_weather", "get_forecast", "read_file"):
         assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
@@ -33,15 +38,6 @@ async def test_tools_carry_annotations_that_match_what_they_do(connect: Connect)
     days = tools["get_forecast"].input_schema["properties"]["days"]
     assert (days["minimum"], days["maximum"]) == (1, 7)
 
-
-async def test_weather_is_deterministic_and_offline(connect: Connect) -> None:
-    with anyio.fail_after(30):
-        async with connect("sandbox") as client:
-            a = await client.call_tool("get_weather", {"city": "Shanghai"})
-            b = await client.call_tool("get_weather", {"city": "shanghai, China"})
-            fc = await client.call_tool("get_forecast", {"city": "Tokyo", "days": 7})
-            too_many = await client.call_tool("get_forecast", {"city": "Tokyo", "days": 8})
-            unknown = await client.call_tool("get_weather", {"city": "Atlantis"})
     assert _text(a) == _text(b)
     assert json.loads(_text(a))["city"] == "Shanghai"
     assert len(json.loads(_text(fc))["days"]) == 7

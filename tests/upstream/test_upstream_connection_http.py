@@ -89,7 +89,7 @@ async def test_legacy_sse_transport_calls_and_lists(sse_echo_url: str) -> None:
         assert len(await up.tools()) >= 6
 
 
-async def test_http_server_going_away_fails_the_call_then_reconnects(fresh_http_echo: Any) -> None:
+async def test_http_server_going_away_fails_the_call_then_reconnects_and_resumes_transparently(fresh_http_echo: Any) -> None:
     events: list[str] = []
 
     async def on_event(event: str, fields: dict[str, Any]) -> None:
@@ -112,3 +112,10 @@ async def test_http_server_going_away_fails_the_call_then_reconnects(fresh_http_
                     await anyio.sleep(0.05)
         assert text(result) == "c" and up.info.restarts == 1
         assert events[0] == "upstream.start" and events[-1] == "upstream.restart" and "upstream.crash" in events
+        # Restarted while we were idle: it no longer knows our session. That call never ran, so
+        # it is sent again on a fresh session and the caller does not notice.
+        fresh_http_echo.stop()
+        fresh_http_echo.start()
+        with anyio.fail_after(30):
+            assert text(await up.call_tool("echo", {"text": "d"}, timeout_s=10)) == "d"
+        assert up.info.restarts == 2 and up.info.state == "ready"

@@ -101,6 +101,7 @@ async def test_tools_resources_and_prompts_are_listed_once_and_cached(shared: Mc
     assert by_name["echo"].annotations == {"readOnlyHint": True}
     assert by_name["add"].output_schema is not None and by_name["add"].server == "echo"
     assert [str(r.uri) for r in await shared.list_resources()] == ["echo://readme"]
+    assert [t.uri_template for t in await shared.list_resource_templates()] == ["echo://notes/{name}"]
     assert [p.name for p in await shared.list_prompts()] == ["greet"]
     read = await shared.read_resource("echo://readme", timeout_s=10)
     assert read.contents[0].text == "hello"  # type: ignore[union-attr]
@@ -158,6 +159,10 @@ async def test_list_changed_refetches_tools_and_calls_back(era: Era, tmp_path: P
         assert rec.changed == ["echo"]
         assert "added" in after
         assert after["echo"].description == "sneaky description (mutated)"
+        with anyio.fail_after(10):
+            while len(await up.list_resources()) < 2:
+                await anyio.sleep(0.02)  # resources/list_changed is refreshed in its own task
+        assert {str(r.uri) for r in await up.list_resources()} == {"echo://readme", "echo://added"}
         assert after["echo"].digest != before["echo"].digest
 
 
@@ -183,9 +188,12 @@ async def test_timeout_raises_upstream_timeout_and_the_session_keeps_serving(sha
     assert shared.info.state == "ready" and shared.info.restarts == 0
 
 
-async def test_crash_fails_the_in_flight_call_then_the_next_call_restarts() -> None:
+async def test_crash_fails_the_in_flight_call_then_the_next_call_restarts(tmp_path: Path) -> None:
     rec = Recorder()
-    async with running(echo_config(), rec, backoff=Backoff(initial_s=0.0)) as up:
+    state = tmp_path / "description.txt"
+    state.write_text("before the crash")
+    cfg = echo_config(env={"ECHO_SERVER_STATE": str(state)})
+    async with running(cfg, rec, backoff=Backoff(initial_s=0.0)) as up:
         first_pid = up._link.process.pid  # type: ignore[union-attr]
         with anyio.fail_after(10):
             with pytest.raises(UpstreamUnavailable, match="crashing on purpose"):
@@ -193,6 +201,7 @@ async def test_crash_fails_the_in_flight_call_then_the_next_call_restarts() -> N
         assert up.info.state == "crashed"
         crash_fields = dict(rec.events)["upstream.crash"]
         assert crash_fields["pid"] == first_pid and "exited with code 1" in crash_fields["error"]
+        state.write_text("changed while it was down")
         results: list[str] = []
 
         async def call(i: int) -> None:
@@ -206,6 +215,8 @@ async def test_crash_fails_the_in_flight_call_then_the_next_call_restarts() -> N
         assert up.info.state == "ready" and up.info.restarts == 1, "concurrent callers share one restart"
         assert up._link.process.pid != first_pid  # type: ignore[union-attr]
         assert rec.names() == ["upstream.start", "upstream.crash", "upstream.restart"]
+        assert rec.changed == ["echo"], "a restart that brings a different catalog reports it"
+        assert {t.name: t.description for t in await up.tools()}["echo"] == "changed while it was down"
 
 
 async def test_process_killed_from_outside_is_noticed_and_calls_fail_fast_in_backoff(raw_server: Path) -> None:
@@ -264,7 +275,8 @@ async def test_garbage_on_stdout_is_named_in_the_error() -> None:
 
 
 async def test_silent_server_times_out_the_handshake() -> None:
-    cfg = ServerConfig(name="mute", command=sys.executable, args=("-c", "import time; time.sleep(60)"))
+    # Reads its stdin and never answers; it exits when stdin closes, so teardown is quick.
+    cfg = ServerConfig(name="mute", command=sys.executable, args=("-c", "import sys; sys.stdin.read()"))
     async with running(cfg, start=False, connect_timeout_s=0.5) as up:
         with anyio.fail_after(20):
             with pytest.raises(UpstreamUnavailable, match="no answer to the handshake within 0.5 s"):
@@ -294,3 +306,20 @@ async def test_a_failed_server_is_retried_by_a_later_call_after_backoff(tmp_path
             await up.call_tool("echo", {"text": "x"}, timeout_s=5)
 
 
+
+
+async def _same_as_sdk(up: McpUpstream) -> None:
+    session = up._link.session  # type: ignore[union-attr]
+    for name, args in (("add", {"a": 5, "b": 6}), ("fail", {}), ("echo", {"text": "ü"})):
+        lean = await session.forward_tool_call(name, args)
+        sdk = await session.call_tool(name, args)
+        assert lean.model_dump(exclude={"meta"}) == sdk.model_dump(exclude={"meta"})
+        assert lean.meta == sdk.meta
+
+
+async def test_lean_forward_matches_the_sdk_call_in_the_handshake_era(shared: McpUpstream) -> None:
+    await _same_as_sdk(shared)
+
+
+async def test_lean_forward_matches_the_sdk_call_in_the_discover_era(modern: McpUpstream) -> None:
+    await _same_as_sdk(modern)

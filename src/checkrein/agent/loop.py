@@ -175,7 +175,7 @@ async def run_agent(
     settings = settings or RunSettings()
     run = _Run(session, model, trace, settings)
     started = time.monotonic() - connect_s
-    trace.emit("run_start", model=model.name, query=query, max_steps=settings.max_steps,
+    trace.emit("run_start", model=model.name, query=run.answer_redactor.mask_text(query)[0], max_steps=settings.max_steps,
                compress_at_tokens=settings.compress_at_tokens, token_counter=token_counter_name(),
                connect_s=round(connect_s, 3))
     result = RunResult("error", "", trace.trace_id, 0)

@@ -12,12 +12,14 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
 
 from mcp import Client, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.server.mcpserver import MCPServer
 from mcp.types import RequestParamsMeta
 
 from checkrein.config import Config
@@ -105,7 +107,7 @@ class RunOutcome:
 
 
 async def run_query(
-    target: StdioServerParameters,
+    target: StdioServerParameters | MCPServer[Any],
     model: Model,
     query: str,
     trace_dir: Path,
@@ -113,27 +115,37 @@ async def run_query(
     *,
     errlog: TextIO | None = None,
     trace_id: str | None = None,
+    observer: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
     """Connect to ``target``, run ``query`` with ``model``, write the trace in ``trace_dir``.
 
+    ``target`` is a stdio server to spawn, or an `MCPServer` object served in-process over
+    JSON-RPC memory streams (tests, embedding).
+
     A server that cannot start or dies is recorded in the trace and returned as status ``error``.
+    ``observer`` sees each trace event as it is written (the CLI prints progress with it).
     """
-    trace = TraceWriter.in_dir(trace_dir, trace_id or new_trace_id())
+    trace = TraceWriter.in_dir(trace_dir, trace_id or new_trace_id(), observer)
     started = time.monotonic()
     result: RunResult | None = None
     try:
-        transport = stdio_client(target, errlog=errlog if errlog is not None else sys.stderr)
         info = types.Implementation(name="checkrein-agent", version="0.1.0")
+        if isinstance(target, StdioServerParameters):
+            transport = stdio_client(target, errlog=errlog if errlog is not None else sys.stderr)
+            client_cm = Client(transport, mode="legacy", client_info=info)
+            label = " ".join([target.command, *target.args])[:200]
+        else:
+            client_cm = Client(target, mode="legacy", client_info=info)
+            label = f"in-process {target.name}"
         try:
-            async with Client(transport, mode="legacy", client_info=info) as client:
+            async with client_cm as client:
                 connect_s = time.monotonic() - started
                 result = await run_agent(McpToolSession(client), model, query, trace, settings, connect_s=connect_s)
         except _CONNECT_ERRORS as raised:
             exc = _leaf(raised)
             if not isinstance(exc, TRANSPORT_ERRORS):
                 raise
-            command = " ".join([target.command, *target.args])[:200]
-            error = f"cannot talk to the MCP server ({command}): {type(exc).__name__}: {exc}"
+            error = f"cannot talk to the MCP server ({label}): {type(exc).__name__}: {exc}"
             if result is not None:
                 # The run already ended (and was recorded); only closing the connection failed.
                 trace.emit("error", where="disconnect", error=error[:500])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,19 +64,26 @@ def _now() -> str:
 class TraceWriter:
     """Appends events to ``path``; each line is flushed at once so a crashed run keeps its trace."""
 
-    def __init__(self, path: Path, trace_id: str) -> None:
+    def __init__(self, path: Path, trace_id: str, observer: Callable[[dict[str, Any]], None] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.trace_id = trace_id
+        self.observer = observer
+        """Called with each event after it is written (e.g. to show progress); must not raise."""
         self._seq = 0
         self._fh: IO[str] | None = path.open("a", encoding="utf-8")
 
     @classmethod
-    def in_dir(cls, directory: Path, trace_id: str | None = None) -> TraceWriter:
+    def in_dir(
+        cls,
+        directory: Path,
+        trace_id: str | None = None,
+        observer: Callable[[dict[str, Any]], None] | None = None,
+    ) -> TraceWriter:
         """A new trace file ``<UTC time>-<trace id prefix>.jsonl`` in ``directory``."""
         tid = trace_id or new_trace_id()
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        return cls(directory / f"{stamp}-{tid[:12]}.jsonl", tid)
+        return cls(directory / f"{stamp}-{tid[:12]}.jsonl", tid, observer)
 
     def emit(self, type_: str, **fields: Any) -> None:
         """Write one event; raises ``ValueError`` for a type outside `EVENT_TYPES`."""
@@ -88,6 +96,8 @@ class TraceWriter:
                  "trace_id": self.trace_id, **fields}
         self._fh.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
+        if self.observer is not None:
+            self.observer(event)
 
     def close(self) -> None:
         if self._fh is not None:

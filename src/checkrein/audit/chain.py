@@ -6,11 +6,10 @@ canonical serialization, one SHA-256 and one Merkle append per event.
 
 from __future__ import annotations
 
-import uuid
 from importlib import metadata
 from typing import Any
 
-from .event import format_time
+from .event import format_time, new_event_id
 from .merkle import MerkleFrontier
 from .schema import GENESIS_HASH, SCHEMA_VERSION, render
 from .signing import CheckpointSigner
@@ -58,7 +57,7 @@ class Chain:
     def genesis(self, now: float) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "genesis",
             "log_id": self.log_id,
@@ -69,7 +68,7 @@ class Chain:
     def segment_link(self, index: int, now: float) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "segment",
             "log_id": self.log_id,
@@ -81,7 +80,7 @@ class Chain:
         """A checkpoint over every event sealed so far (count = its own seq)."""
         body: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "checkpoint",
             "log_id": self.log_id,
@@ -100,4 +99,4 @@ class Chain:
 
     @staticmethod
     def new_log_id() -> str:
-        return str(uuid.uuid4())
+        return new_event_id()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,7 +21,7 @@ from .record import CallRecord, LifecycleRecord
 from .redact import Redactor
 from .schema import KINDS, OUTCOMES, SCHEMA_VERSION
 
-__all__ = ["EventFactory", "format_time"]
+__all__ = ["EventFactory", "format_time", "new_event_id"]
 
 _MAX_SHORT = 256
 _MAX_REASON = 1024
@@ -41,6 +41,12 @@ def format_time(t: float) -> str:
         cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
         cache[0] = sec
     return f"{cache[1]}.{micros:06d}Z"
+
+
+def new_event_id() -> str:
+    """A random (version 4, RFC 4122 variant) UUID, formatted; cheaper than ``new_event_id()``."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
 
 
 def _short(value: Any, limit: int = _MAX_SHORT) -> str:
@@ -74,9 +80,13 @@ class EventFactory:
             args_bytes = json.dumps(rec.arguments, sort_keys=True, default=repr, ensure_ascii=False).encode()
             degraded.append("audit.args_not_canonical")
         masked = frozenset(rec.redactions)
-        preview, redactions = r.preview(
-            rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
-        )
+        fast, preview = (False, None) if masked or "audit.args_not_canonical" in degraded else r.fast_preview(args_bytes, rec.arguments)
+        if fast:
+            redactions: list[str] = []
+        else:
+            preview, redactions = r.preview(
+                rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
+            )
 
         result: dict[str, Any] | None = None
         if rec.result is not None:
@@ -85,8 +95,10 @@ class EventFactory:
             except (TypeError, ValueError):
                 res_bytes = json.dumps(rec.result, sort_keys=True, default=repr, ensure_ascii=False).encode()
                 degraded.append("audit.result_not_canonical")
-            summary, res_red = r.preview(rec.result, "/result/summary", scan=r.may_hold_secrets(res_bytes))
-            redactions.extend(res_red)
+            fast, summary = (False, None) if "audit.result_not_canonical" in degraded else r.fast_preview(res_bytes, rec.result)
+            if not fast:
+                summary, res_red = r.preview(rec.result, "/result/summary", scan=r.may_hold_secrets(res_bytes))
+                redactions.extend(res_red)
             result = {
                 "size_bytes": len(res_bytes),
                 "sha256": hashlib.sha256(res_bytes).hexdigest(),
@@ -109,12 +121,12 @@ class EventFactory:
             reasons.append(text[:_MAX_REASON])
         kind = rec.kind if rec.kind in KINDS else "tool"
         outcome = rec.outcome if rec.outcome in OUTCOMES else "error"
-        duration = rec.duration_ms if isinstance(rec.duration_ms, int | float) and rec.duration_ms >= 0 else 0.0
+        duration = rec.duration_ms if isinstance(rec.duration_ms, (int, float)) and rec.duration_ms >= 0 else 0.0
         if duration != duration or duration == float("inf"):
             duration = 0.0
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "call",
             "kind": kind,
@@ -162,7 +174,7 @@ class EventFactory:
         """A lifecycle body from already-safe ``fields`` (the trail's own events: counts, digests)."""
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "lifecycle",
             "event": name,
@@ -175,7 +187,7 @@ class EventFactory:
         """Minimal body when building the full one failed: identifies the call, stores no values."""
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": str(uuid.uuid4()),
+            "event_id": new_event_id(),
             "time": format_time(now),
             "type": "call",
             "kind": "tool",

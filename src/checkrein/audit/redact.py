@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .secrets import SecretFinder, builtin_may_match, find_builtin_secrets
+from .secrets import SecretFinder, SecretLike, builtin_may_match, find_builtin_secrets
 
 __all__ = ["MASK", "Redactor", "escape_pointer"]
 
@@ -38,6 +38,7 @@ _NORMALIZE = re.compile(r"[\s_\-.]")
 # beyond is never written, so it cannot leak.
 _SCAN_SLACK = 4096
 _MAX_JSON_IN_STRING = 256 * 1024
+_CONTAINERS = (dict, list, tuple)
 # No pattern of the built-in set, and no real credential, fits in fewer characters ("pwd=ab").
 _MIN_SECRET = 6
 
@@ -63,8 +64,8 @@ class Redactor:
         max_depth: int = 16,
         budget_chars: int | None = None,
     ) -> None:
-        self._finder: SecretFinder = secret_finder or find_builtin_secrets
-        self._builtin = secret_finder is None
+        self._injected = secret_finder
+        self._finder: SecretFinder = _union(secret_finder) if secret_finder else find_builtin_secrets
         self._extra = tuple(_NORMALIZE.sub("", k.lower()) for k in extra_keys if k)
         self._max_chars = max_chars
         self._max_items = max_items
@@ -89,9 +90,55 @@ class Redactor:
         return hit
 
     def may_hold_secrets(self, document: bytes) -> bool:
-        """False when the finder cannot match anywhere in the canonical JSON ``document`` (only
-        provable for the built-in finder; an injected finder is always run)."""
-        return not self._builtin or builtin_may_match(document)
+        """False when no finder can match anywhere in the canonical JSON ``document`` (provable for
+        the built-in set; an injected finder is always run per string)."""
+        if self._injected is not None:
+            return True
+        text = document.decode("utf-8", "replace")
+        return "\\u" in text or builtin_may_match(text)
+
+    def fast_preview(self, document: bytes, value: Any) -> tuple[bool, Any]:
+        """(True, a fresh copy of ``value``) when its canonical JSON ``document`` provably needs no
+        masking and no cutting: small enough to keep whole, no JSON carried in a string, no
+        ``\\u`` escapes, nothing a finder could match, and no secret-looking key. (False, None)
+        otherwise: use `preview`."""
+        if len(document) > self._max_chars or b'"{' in document or b'"[' in document or b"\\u" in document:
+            return False, None
+        text = document.decode("utf-8")
+        if builtin_may_match(text):
+            return False, None
+        if self._any_sensitive_key(value):
+            return False, None
+        if self._injected is not None:
+            # Without backslashes every string's text appears verbatim in the document, so a
+            # finder that matches nothing in the document matches nothing in any string.
+            if "\\" in text:
+                return False, None
+            try:
+                if self._injected(text):
+                    return False, None
+            except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
+                return False, None
+        return True, json.loads(text)
+
+    def _any_sensitive_key(self, value: Any) -> bool:
+        """True when a key anywhere in ``value`` is secret-looking (or the value is too deep to
+        keep whole). Walks containers only; strings are not looked at."""
+        sensitive = self.is_sensitive_key
+        stack: list[tuple[Any, int]] = [(value, 0)]
+        while stack:
+            v, depth = stack.pop()
+            if depth > self._max_depth:
+                return True
+            if isinstance(v, dict):
+                for k, item in v.items():
+                    if not isinstance(k, str) or sensitive(k):
+                        return True
+                    if isinstance(item, _CONTAINERS):
+                        stack.append((item, depth + 1))
+            elif isinstance(v, (list, tuple)):
+                stack.extend((item, depth + 1) for item in v if isinstance(item, _CONTAINERS))
+        return False
 
     def preview(
         self, value: Any, base: str, *, masked: frozenset[str] = frozenset(), scan: bool = True
@@ -231,6 +278,16 @@ class _Walk:
             text = f"{text[:limit]}…[+{len(s) - limit} chars]"
         self._budget -= min(len(text), limit)
         return text
+
+
+def _union(injected: SecretFinder) -> SecretFinder:
+    """The injected finder's spans plus the built-in set's: the audit never masks less than its
+    own patterns would, whatever the policy's analyzer covers."""
+
+    def find(text: str) -> list[SecretLike]:
+        return [*injected(text), *find_builtin_secrets(text)]
+
+    return find
 
 
 def _loads_json_container(s: str) -> Any | None:

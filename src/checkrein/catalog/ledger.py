@@ -81,9 +81,11 @@ def build_ledger(
     skills: Mapping[str, str] | None = None,
     *,
     pins: Mapping[str, PinnedTool] | None = None,
+    software: str | None = None,
 ) -> dict[str, Any]:
     """The ledger of ``config`` with the ``servers`` as they answered and ``skills`` (name ->
-    digest). ``pins`` (the lock file) marks drifted tools quarantined, as the gateway would.
+    digest). ``pins`` (the lock file) marks drifted tools quarantined, as the gateway would;
+    ``software`` names the gateway build (e.g. ``checkrein 0.1.0``), a condition of the run too.
 
     Deterministic: the same inputs give the same canonical bytes (no clock, no host names).
     The ``digest`` field covers every other field."""
@@ -112,6 +114,7 @@ def build_ledger(
     }
     doc: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,
+        "software": software,
         "gateway": {"name": config.gateway.name, "separator": config.gateway.separator},
         "servers": {c.name: _server_entry(c, snaps.get(c.name)) for c in config.servers},
         "catalog": {

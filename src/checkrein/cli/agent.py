@@ -5,21 +5,22 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from checkrein.agent.loop import RunSettings
-from checkrein.agent.model import AgentError
-from checkrein.agent.runner import choose_model, gateway_target, run_query, server_target, trace_dir_for
-from checkrein.agent.trace import TraceSummary, read_trace, summarize_trace
 from checkrein.config import load_config
 from checkrein.errors import ConfigError
-from checkrein.servers.knowledge_seed import seed_knowledge_base
-from checkrein.servers.knowledge_store import kb_path
+
+if TYPE_CHECKING:
+    from checkrein.agent.trace import TraceSummary
+
+# The agent's modules (openai, the MCP client) are imported inside the commands: `checkrein
+# serve` shares this CLI and must not pay for them at every gateway start.
 
 trace_app = typer.Typer(help="Agent run traces.", no_args_is_help=True)
 kb_app = typer.Typer(help="The bundled knowledge base.", no_args_is_help=True)
@@ -37,8 +38,13 @@ def run(
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help="Where to write the trace (default: beside the audit dir).")] = None,
     compress_at: Annotated[int, typer.Option("--compress-at", min=256, help="Summarize older turns above this many tokens.")] = 16_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Do not print progress to stderr.")] = False,
 ) -> None:
     """Run the agent on one query through the gateway (or any MCP server) and print its answer."""
+    from checkrein.agent.loop import RunSettings
+    from checkrein.agent.model import AgentError
+    from checkrein.agent.runner import choose_model, gateway_target, run_query, server_target, trace_dir_for
+
     if (config is None) == (server is None):
         _err.print("[red]give exactly one of --config FILE or --server COMMAND[/red]")
         raise typer.Exit(2)
@@ -52,10 +58,11 @@ def run(
             directory = trace_dir or Path.cwd() / ".checkrein" / "traces"
         chosen = choose_model(model, script)
     except (ConfigError, AgentError, ValueError) as exc:
-        _err.print(f"[red]{exc}[/red]")
+        _err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
     settings = RunSettings(max_steps=max_steps, compress_at_tokens=compress_at)
-    outcome = anyio.run(lambda: run_query(target, chosen, query, directory, settings))
+    observer = None if quiet or as_json else _progress
+    outcome = anyio.run(lambda: run_query(target, chosen, query, directory, settings, observer=observer))
     result = outcome.result
     if as_json:
         typer.echo(json.dumps({"status": result.status, "answer": result.answer, "error": result.error,
@@ -65,10 +72,30 @@ def run(
         if result.answer:
             typer.echo(result.answer)
         if result.error:
-            _err.print(f"[red]error:[/red] {result.error}")
+            _err.print(f"[red]error:[/red] {escape(result.error)}")
         _err.print(f"[dim]{result.status} after {result.steps} step(s), {len(result.tool_calls)} tool call(s); "
                    f"trace {outcome.trace_path}[/dim]")
     raise typer.Exit(0 if result.status == "answered" else 1)
+
+
+def _progress(event: dict[str, Any]) -> None:
+    """One stderr line per step a user cares about while the run goes on."""
+    kind = event.get("type")
+    if kind == "tools_list":
+        _err.print(f"[dim]{event.get('count')} tool(s) available[/dim]")
+    elif kind == "llm_response" and event.get("tool_calls"):
+        names = escape(", ".join(str(c.get("name")) for c in event["tool_calls"]))
+        _err.print(f"[dim]step {event.get('step')}: model calls {names}[/dim]")
+    elif kind == "tool_call":
+        status = str(event.get("status"))
+        colour = {"ok": "green", "denied": "yellow"}.get(status, "red")
+        _err.print(f"  [{colour}]{escape(status)}[/{colour}] {escape(str(event.get('tool')))} ({event.get('duration_ms')} ms)")
+    elif kind == "compression":
+        what = "compressed" if event.get("ok") else escape(f"compression failed: {event.get('error')}")
+        _err.print(f"[dim]context {what} ({event.get('tokens_before')} -> {event.get('tokens_after')} tokens)[/dim]")
+    elif kind == "error":
+        line = escape(f"error ({event.get('where')}): {event.get('error')}")
+        _err.print(f"[red]{line}[/red]")
 
 
 def _summary_table(path: Path, s: TraceSummary) -> Table:
@@ -103,10 +130,12 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Print a run's summary: model calls, tokens, tool success rate, denials, approvals, time."""
+    from checkrein.agent.trace import read_trace, summarize_trace
+
     try:
         summary = summarize_trace(read_trace(file))
     except (OSError, ValueError) as exc:
-        _err.print(f"[red]cannot read trace {file}: {exc}[/red]")
+        _err.print(f"[red]{escape(f'cannot read trace {file}: {exc}')}[/red]")
         raise typer.Exit(2) from None
     if as_json:
         data = asdict(summary)
@@ -121,11 +150,14 @@ def kb_seed(
     db: Annotated[Path | None, typer.Option("--db", help="SQLite file (default: $CHECKREIN_KB_PATH or the state dir).")] = None,
 ) -> None:
     """Load the seed documents into the knowledge base (idempotent)."""
+    from checkrein.servers.knowledge_seed import seed_knowledge_base
+    from checkrein.servers.knowledge_store import kb_path
+
     path = db or kb_path()
     try:
         added, total = seed_knowledge_base(path)
     except (OSError, ValueError) as exc:
-        _err.print(f"[red]cannot seed {path}: {exc}[/red]")
+        _err.print(f"[red]{escape(f'cannot seed {path}: {exc}')}[/red]")
         raise typer.Exit(1) from None
     typer.echo(f"added {added} document(s) to {path} ({total} in total)")
 

@@ -17,6 +17,7 @@ import anyio
 import typer
 from rich.console import Console
 
+from checkrein import __version__
 from checkrein.catalog.ledger import ServerSnapshot, build_ledger, diff_ledgers, render_ledger
 from checkrein.catalog.lock import read_lock
 from checkrein.catalog.skills import SkillsCheck, check_skills
@@ -241,7 +242,7 @@ def _ledger_run(
         raise _fail(f"upstreams did not start within {timeout:g}s", 1) from None
     except CheckreinError as exc:
         raise _fail(f"{exc.message} ({exc.code})", 1) from None
-    ledger = build_ledger(cfg, snaps, skill_digests, pins=pins)
+    ledger = build_ledger(cfg, snaps, skill_digests, pins=pins, software=f"checkrein {__version__}")
     data = render_ledger(ledger)
     if out is None:
         sys.stdout.write(data.decode("utf-8"))

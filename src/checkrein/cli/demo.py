@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from checkrein.errors import ConfigError
@@ -61,7 +61,7 @@ def demo(
         for model in models:
             task = progress.add_task(f"{model}: scenarios", total=len(scenarios))
 
-            def done(r: ScenarioResult, task: int = task) -> None:
+            def done(r: ScenarioResult, task: TaskID = task) -> None:
                 mark = "[green]PASS[/green]" if r.passed else "[red]FAIL[/red]"
                 progress.console.print(f"  {mark} {r.name} ({r.duration_s:.1f}s)")
                 progress.advance(task)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -86,7 +87,12 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
         if transport is Transport.stdio:
             await serve_stdio(gate)
         else:
-            await serve_http(gate, host=host, port=port)
+
+            async def ready(bound: int) -> None:
+                shown = f"[{host}]" if ":" in host else host
+                _err(f"checkrein: serving Streamable HTTP on http://{shown}:{bound}/mcp")
+
+            await serve_http(gate, host=host, port=port, on_ready=ready)
 
 
 def serve(
@@ -112,6 +118,19 @@ def serve(
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> None:
+    """Leave without interpreter finalization once everything is closed and flushed.
+
+    By now the gate has closed its upstreams and the audit trail; tearing down every imported
+    module still took seconds on a busy machine, and an MCP client waits for the process to exit.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def tools(
@@ -198,7 +217,7 @@ def pin(
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(1) from None
-    typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway uses it after its next refresh or restart")
+    typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
 
 
 def register(app: typer.Typer) -> None:

@@ -19,7 +19,7 @@ from rich.table import Table
 from checkrein.catalog import read_lock
 from checkrein.catalog.model import ToolDefinition, split_exposed_name
 from checkrein.config import Config, load_config
-from checkrein.errors import CheckreinError
+from checkrein.errors import CheckreinError, LockFileError
 from checkrein.frontend.context import local_identity
 from checkrein.policy import (
     CompiledPolicy,
@@ -31,6 +31,7 @@ from checkrein.policy import (
     decide,
 )
 from checkrein.policy.engine import governance_decision
+from checkrein.policy.governance import unmatched_patterns
 
 __all__ = ["load_pinned_tools", "register"]
 
@@ -44,13 +45,18 @@ def _usage(message: str) -> typer.Exit:
 
 
 def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefinition:
-    """A `ToolDefinition` from one lock entry, tolerating missing or mistyped optional fields."""
+    """A `ToolDefinition` from one lock entry; optional fields of the wrong type are dropped.
+
+    Raises `LockFileError` when the entry has no object ``inputSchema`` (MCP requires one).
+    """
     try:
         server, tool = split_exposed_name(exposed, separator)
     except ValueError:
         server, tool = "", exposed
     name = raw.get("name")
     schema = raw.get("inputSchema")
+    if not isinstance(schema, dict):
+        raise LockFileError(f"lock entry {exposed!r} has no object `inputSchema`; run `checkrein pin` to re-record it")
 
     def opt_str(key: str) -> str | None:
         v = raw.get(key)
@@ -64,8 +70,7 @@ def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefini
         server=server,
         name=name if isinstance(name, str) else tool,
         description=opt_str("description"),
-        # A missing or non-object schema is kept as-is: it compiles to "invalid schema" and denies.
-        input_schema=schema if isinstance(schema, dict) else {"type": "object", "not": {}},
+        input_schema=schema,
         output_schema=opt_dict("outputSchema"),
         annotations=opt_dict("annotations"),
         title=opt_str("title"),
@@ -75,13 +80,11 @@ def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefini
 def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
     """Exposed name -> definition from the config's lock file.
 
-    Raises `CheckreinError` (``catalog.lock_invalid``) when the lock is missing or malformed.
+    Raises `LockFileError` (``catalog.lock_invalid``) when the lock is missing or malformed.
     """
     pins = read_lock(config.lock_path)
     if pins is None:
-        raise CheckreinError(
-            f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first", code="catalog.lock_invalid"
-        )
+        raise LockFileError(f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first")
     return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}
 
 
@@ -153,7 +156,9 @@ def tools(
     identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
 ) -> None:
-    """List every pinned tool with its category, risk and what the policy does with it."""
+    """List every pinned tool with its category, risk and what the policy does with it.
+
+    Warns (stderr) about allow/deny patterns and tool rules that match no pinned tool."""
     config, policy = _load(config_path)
     who = _identity(config, identity)
     rows: list[dict[str, Any]] = []
@@ -162,6 +167,8 @@ def tools(
         d = governance_decision(policy, who, name)
         category = g.classification.category + (" (shared)" if g.classification.shared else "")
         rows.append({"tool": name, "category": category, "risk": g.risk, "effect": d.effect, "rule_id": d.rule_id})
+    for stale in unmatched_patterns(config.policy, policy.plans):
+        print(f"checkrein: warning: {stale} matches no pinned tool", file=sys.stderr)
     if as_json:
         for row in rows:
             print(json.dumps(row))

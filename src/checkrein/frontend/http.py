@@ -1,5 +1,8 @@
 """`checkrein serve --transport http`: Streamable HTTP on ``/mcp`` behind an Origin and token guard.
 
+Routes: ``/mcp`` (MCP, both protocol eras), ``GET /health`` (liveness and counts only),
+``GET /stats`` (the gate's degradation counters, upstream states, quarantined tools).
+
 Order of checks for every request (any path): ``Origin`` present and not allowed -> 403; a token
 is configured and the request carries no valid ``Authorization: Bearer`` -> 401 (``/health``
 excepted, it reveals nothing but liveness). The caller's `Identity` goes into the ASGI scope for
@@ -83,6 +86,21 @@ def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator |
         ready = sum(1 for i in infos if i.state == "ready")
         return JSONResponse({"status": "ok", "servers": len(infos), "ready": ready, "tools": len(gate.catalog.ok_tools)})
 
+    async def stats(request: Request) -> Response:
+        del request
+        return JSONResponse(
+            {
+                "counters": gate.counters.as_dict(),
+                "sessions": len(gate.sessions),
+                "tools": len(gate.catalog.ok_tools),
+                "quarantined": [e.exposed for e in gate.catalog.quarantined],
+                "servers": [
+                    {"name": i.name, "transport": i.transport, "state": i.state, "restarts": i.restarts, "error": i.error}
+                    for i in gate.upstream_infos()
+                ],
+            }
+        )
+
     origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *config.gateway.allowed_origins]
     loopback = host in LOOPBACK_HOSTS
     security = TransportSecuritySettings(
@@ -94,7 +112,7 @@ def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator |
     inner = front.server.streamable_http_app(
         host=host,
         transport_security=security,
-        custom_starlette_routes=[Route("/health", health, methods=["GET"])],
+        custom_starlette_routes=[Route("/health", health, methods=["GET"]), Route("/stats", stats, methods=["GET"])],
     )
     return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins))
 

@@ -93,6 +93,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
+        await self.gate.reload_lock_if_changed()
         return types.ListToolsResult(tools=self.gate.tools_for(self.calls.identity(ctx)))
 
     async def _call_tool(

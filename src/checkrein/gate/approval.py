@@ -7,8 +7,10 @@ Modes:
                carry the MCP stdio stream; one prompt at a time; no terminal -> error (deny).
 - ``webhook``  POSTs a JSON summary of the call to ``approval.webhook_url`` and expects
                ``{"decision": "allow" | "deny", "reason": "..."}``; anything else is an error (deny).
-- ``elicit``   asks the MCP client through elicitation, via an `Elicitor` the frontend provides;
-               without one, or when the client does not support elicitation, the call is denied.
+- ``elicit``   asks the MCP client through elicitation, via an `Elicitor` the frontend provides
+               (`SessionElicitor`: register each client session by id; it sends a one-checkbox
+               form with `elicit_approval`); without one, or when the client does not support
+               form elicitation, the call is denied.
 - ``deny``     refuses everything that asks.
 
 `BoundApprover` wraps any of them: it checks that the request's ``args_digest`` is the digest of the
@@ -27,10 +29,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 import anyio.to_thread
+import mcp.types as types
+from mcp.shared.exceptions import NoBackChannelError
 
 from checkrein.canonical import canonical_json, digest
 from checkrein.config import ApprovalSettings, expand_env
@@ -45,9 +49,12 @@ __all__ = [
     "DenyApprover",
     "ElicitAnswer",
     "ElicitApprover",
+    "ElicitingSession",
     "Elicitor",
+    "SessionElicitor",
     "WebhookApprover",
     "build_approver",
+    "elicit_approval",
     "request_summary",
 ]
 
@@ -169,6 +176,68 @@ class WebhookApprover:
         reason = answer.get("reason")
         reason = reason if isinstance(reason, str) else ""
         return ApprovalResult(answer["decision"] == "allow", self.name, reason[:500])
+
+
+_APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Allow this tool call?", "default": False}},
+    "required": ["approve"],
+}
+
+
+class ElicitingSession(Protocol):
+    """The part of `mcp.server.session.ServerSession` elicitation needs."""
+
+    def check_client_capability(self, capability: types.ClientCapabilities) -> bool: ...
+
+    async def elicit_form(
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        related_request_id: types.RequestId | None = None,
+    ) -> types.ElicitResult: ...
+
+
+async def elicit_approval(
+    session: ElicitingSession, request: ApprovalRequest, related_request_id: types.RequestId | None = None
+) -> ElicitAnswer:
+    """Ask the client behind ``session`` to approve ``request`` with a one-checkbox form.
+
+    ``unsupported`` when the client did not declare form elicitation or the transport has no
+    back-channel for it; ``accept`` only when the user accepted AND ticked ``approve``.
+    """
+    wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()))
+    legacy = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+    if not (session.check_client_capability(wanted) or session.check_client_capability(legacy)):
+        return "unsupported"
+    message = f"checkrein: approve this tool call? {request.summary} (rule {request.decision.rule_id})"
+    try:
+        result = await session.elicit_form(message, _APPROVE_SCHEMA, related_request_id)
+    except NoBackChannelError:
+        # The 2026-07-28 era has no server-to-client requests inside a call: no way to ask.
+        return "unsupported"
+    if result.action == "accept":
+        return "accept" if (result.content or {}).get("approve") is True else "decline"
+    return result.action
+
+
+class SessionElicitor:
+    """An `Elicitor` for the frontend: sessions register themselves, requests find theirs by id."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, tuple[ElicitingSession, types.RequestId | None]] = {}
+
+    def register(self, session_id: str, session: ElicitingSession, related_request_id: types.RequestId | None = None) -> None:
+        self._sessions[session_id] = (session, related_request_id)
+
+    def unregister(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    async def __call__(self, request: ApprovalRequest) -> ElicitAnswer:
+        found = self._sessions.get(request.call.session_id)
+        if found is None:
+            return "unsupported"
+        return await elicit_approval(found[0], request, found[1])
 
 
 class ElicitApprover:

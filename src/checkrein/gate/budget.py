@@ -26,6 +26,9 @@ from .seams import BudgetVerdict
 
 __all__ = ["InProcessBudget"]
 
+_EPSILON = 1e-9
+"""Float slack: calls exactly 1/rate apart must not be refused for a rounding error in the refill."""
+
 
 @dataclass
 class _Bucket:
@@ -116,7 +119,7 @@ class InProcessBudget:
             elif now > bucket.updated:
                 bucket.tokens = min(lim.capacity, bucket.tokens + (now - bucket.updated) * spec.rate_per_s)
                 bucket.updated = now
-            if bucket.tokens < 1.0:
+            if bucket.tokens < 1.0 - _EPSILON:
                 wait = (1.0 - bucket.tokens) / spec.rate_per_s
                 return BudgetVerdict(
                     False,

@@ -13,6 +13,7 @@ from typing import Any
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
 from checkrein.config import Config, ServerConfig
 from checkrein.policy import ResultInspector
+from checkrein.policy.inspect import DefaultInspector
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
@@ -37,6 +38,9 @@ def resolve_python(server: ServerConfig) -> ServerConfig:
 
 class NullAuditTrail:
     """The trail used when `[audit] dir` is unset: always writable, keeps nothing."""
+
+    discards_records = True
+    """Tells the gate it may skip building records nobody keeps (a per-call saving)."""
 
     async def record_call(self, record: CallRecord) -> None:
         del record
@@ -81,6 +85,6 @@ def build_gate(
         audit if audit is not None else NullAuditTrail(),
         approver=approver,
         budget=budget,
-        inspector=inspector,
+        inspector=inspector if inspector is not None else DefaultInspector(config.policy.results),
     )
     return gate

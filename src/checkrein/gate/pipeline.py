@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -78,6 +79,8 @@ class Gate:
         self._stack: AsyncExitStack | None = None
         self._closed = False
         self.audit = audit
+        self.audit_discards = bool(getattr(audit, "discards_records", False))
+        """True for a trail that keeps nothing (no `[audit] dir`): the audit step skips the record."""
         self.counters = Counters()
         self.sessions = SessionTable()
         self.separator = config.gateway.separator
@@ -90,6 +93,7 @@ class Gate:
         self.lock_written = False
         """True when `start` wrote the lock (trust on first use)."""
         self._pins: dict[str, PinnedTool] | None = None
+        self._lock_mtime: int | None = None
         self._tools: list[types.Tool] = []
         self._listeners: list[CatalogListener] = []
         self._timeouts = {s.name: s.timeout_s for s in config.servers}
@@ -177,11 +181,13 @@ class Gate:
             except Exception as exc:  # a server whose list fails is left out, not fatal
                 log.warning("listing tools of %r failed: %s", name, exc, exc_info=True)
         lock_path = self.config.lock_path
+        self._lock_mtime = _mtime(lock_path)
         pins = read_lock(lock_path)
         if pins is None and trust_on_first_use:
             catalog = build_catalog(tools, separator=self.separator, pins=None)
             pins = {e.exposed: PinnedTool(e.digest, e.definition.pinned_fields()) for e in catalog}
             write_lock(lock_path, pins)
+            self._lock_mtime = _mtime(lock_path)
             self.lock_written = True
             log.info("wrote %s with %d tool(s) (trust on first use)", lock_path, len(pins))
         if pins is None:
@@ -221,6 +227,17 @@ class Gate:
                     await listener()
                 except Exception:  # a client that went away must not break the refresh
                     log.exception("catalog listener failed")
+
+    async def reload_lock_if_changed(self) -> bool:
+        """Rebuild when `checkrein pin` (or anyone) rewrote the lock since the last build.
+
+        Called on listings and on calls to quarantined tools, so a reviewed tool comes back
+        without a restart. Costs one ``stat`` when nothing changed.
+        """
+        if _mtime(self.config.lock_path) == self._lock_mtime:
+            return False
+        await self.refresh("checkrein.lock")
+        return True
 
     def add_catalog_listener(self, listener: CatalogListener) -> Callable[[], None]:
         """Register ``listener``; returns a function that removes it."""
@@ -348,3 +365,10 @@ class Gate:
 
 def _mcp_tool(exposed: str, definition: ToolDefinition) -> types.Tool:
     return types.Tool.model_validate({**definition.pinned_fields(), "name": exposed})
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None

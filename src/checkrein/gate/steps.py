@@ -137,8 +137,10 @@ class CallOutcome:
     message: str = ""
     flags: tuple[str, ...] = ()
     redactions: tuple[str, ...] = ()
-    audit_result: Any | None = None
-    """The result as JSON-able data for the audit record (set by the audit step)."""
+    rule_id: str | None = None
+    """The rule that refused the call (denials only), e.g. `catalog:not_found`, `budget:...`."""
+    reason: str = ""
+    """Why it was refused (denials only), without the `denied by checkrein:` framing."""
 
 
 CallNext: TypeAlias = Callable[[CallContext], Awaitable[CallOutcome]]
@@ -153,7 +155,7 @@ def denial_text(reason: str, rule_id: str) -> str:
 
 
 def deny(ctx: CallContext, code: str, rule_id: str, reason: str, outcome: Outcome = "denied") -> CallOutcome:
-    return CallOutcome(ctx, outcome, None, code, denial_text(reason, rule_id))
+    return CallOutcome(ctx, outcome, None, code, denial_text(reason, rule_id), rule_id=rule_id, reason=reason)
 
 
 def fail(ctx: CallContext, code: str, outcome: Outcome, message: str) -> CallOutcome:
@@ -201,6 +203,8 @@ class AuditStep:
             out = fail(ctx, "gate.error", "error", f"internal error in checkrein ({type(exc).__name__})")
         if out.result is None and out.outcome == "denied":
             counters.denials += 1
+        if self.gate.audit_discards:
+            return out
         return await self._record(out)
 
     async def _record(self, out: CallOutcome) -> CallOutcome:
@@ -224,13 +228,7 @@ class AuditStep:
             exposed_name=call.exposed_name,
             tool_digest=ctx.entry.digest if ctx.entry is not None else None,
             arguments=call.arguments,
-            decision={
-                "effect": d.effect if d else None,
-                "rule_id": d.rule_id if d else None,
-                "reasons": list(d.reasons) if d else [],
-                "risk": d.risk if d else "unknown",
-                "approval": ctx.approval,
-            },
+            decision=_decision_record(out, d, ctx.approval),
             outcome=out.outcome,
             error_code=out.error_code,
             duration_ms=(time.perf_counter() - ctx.started) * 1000.0,
@@ -266,6 +264,21 @@ class AuditStep:
         )
 
 
+def _decision_record(out: CallOutcome, d: Decision | None, approval: dict[str, Any] | None) -> dict[str, Any]:
+    """The decision as audited: the final effect and the rule that made it.
+
+    A refusal after the policy allowed (approval, budget, inspection, audit) is recorded as that
+    refusal; the policy's own rule stays in ``reasons`` so nothing is lost.
+    """
+    risk = d.risk if d is not None else "unknown"
+    if out.rule_id is not None and (d is None or out.rule_id != d.rule_id):
+        reasons = [out.reason] + ([f"policy: {d.effect} ({d.rule_id})"] if d is not None else [])
+        return {"effect": "deny", "rule_id": out.rule_id, "reasons": reasons, "risk": risk, "approval": approval}
+    if d is None:
+        return {"effect": None, "rule_id": None, "reasons": [], "risk": risk, "approval": approval}
+    return {"effect": d.effect, "rule_id": d.rule_id, "reasons": list(d.reasons), "risk": risk, "approval": approval}
+
+
 def _audit_result(out: CallOutcome) -> Any | None:
     if out.result is None:
         return {"message": out.message} if out.message else None
@@ -289,6 +302,9 @@ class CatalogStep:
                 why = gate.unavailable_reason(call.exposed_name)
                 return deny(ctx, exc.code, "catalog:not_found", why or exc.message, "not_found")
             except CheckreinError as exc:
+                # A pin since the last build may have cleared it: re-read the lock (rare path).
+                if await gate.reload_lock_if_changed():
+                    return await self(ctx, call_next)
                 gate.counters.quarantine_denials += 1
                 return deny(ctx, exc.code, "catalog:quarantined", exc.message)
             new_call = ToolCall(
@@ -398,8 +414,15 @@ class ApprovalStep:
             return deny(ctx, "approval.denied", d.rule_id, f"not approved by {answer.approver}: {answer.reason or 'denied'}")
         counters.approvals_granted += 1
         if answer.expires_at is not None:
+            if len(self._grants) >= _MAX_GRANTS:
+                now = time.time()
+                self._grants = {k: g for k, g in self._grants.items() if (g.expires_at or 0) > now}
             self._grants[key] = answer
         return await call_next(ctx)
+
+
+_MAX_GRANTS = 10_000
+"""Expired grants are pruned once this many are held."""
 
 
 def _approval_dict(a: ApprovalResult, *, reused: bool = False) -> dict[str, Any]:

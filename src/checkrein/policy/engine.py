@@ -255,7 +255,12 @@ def decide(policy: CompiledPolicy, call: ToolCall, session: SessionState, now: f
     """Decide one call. Pure: the same inputs give the same Decision; never raises."""
     del session, now  # part of the contract for flow rules; no rule reads them yet
     try:
-        return _decide(policy, call)
+        d = _decide(policy, call)
+        plan = policy.plans.get(call.exposed_name)
+        if plan is not None and plan.secret_pointers and not set(plan.secret_pointers) <= set(d.redactions):
+            # Arguments the config marks `kind = "secret"` are masked in every decision's audit.
+            d = replace(d, redactions=tuple(dict.fromkeys((*d.redactions, *plan.secret_pointers))))
+        return d
     except Exception as exc:  # noqa: BLE001 - fail closed: an internal error denies, visibly and counted
         return _error(policy, "policy.exception", f"the policy failed to decide ({type(exc).__name__}); the call is denied")
 
@@ -321,28 +326,28 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
             raw = tuple(policy.scanner(call.arguments, plan.scan))
         except Exception as exc:  # noqa: BLE001 - fail closed: a crashing analyzer denies
             return _error(policy, "policy.analyzer_failed", f"an argument analyzer failed ({type(exc).__name__}); the call is denied", risk)
-        kept: list[Finding] = []
-        for f in raw:  # one pass: collect redactions, drop `off`, stop at the first deny
+        effects = g.finding_effects
+        # Redactions come from every secret finding (even `off` or after a deny): the audit log
+        # masks them whatever the effect.
+        for f in raw:
             if f.analyzer == "secrets" and f.path not in redactions:
                 redactions.append(f.path)
-            effect = g.finding_effects.get(f.analyzer, "deny")
-            if effect == "off":
-                continue
-            kept.append(f)
-            if effect == "deny":
+        findings = tuple(f for f in raw if effects.get(f.analyzer, "deny") != "off")
+        for f in findings:
+            if effects.get(f.analyzer, "deny") == "deny":
                 return Decision(
                     "deny",
                     f"finding:{f.analyzer}:{f.kind}",
                     (f"{f.analyzer} found {f.kind} at {f.path or '(arguments)'}" + (f": {f.message}" if f.message else ""),),
                     risk,
-                    tuple(x for x in raw if g.finding_effects.get(x.analyzer, "deny") != "off"),
+                    findings,
                     tuple(redactions),
                     error_code="policy.finding",
                 )
+        for f in findings:
             if not ask_rule:
                 ask_rule = f"finding:{f.analyzer}:{f.kind}"
             asks.append(f"{f.analyzer} found {f.kind} at {f.path or '(arguments)'}")
-        findings = tuple(kept)
 
     approval = g.rule.approval if g.rule is not None else None
     if risk in ("high", "critical") and approval != "auto":

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ __all__ = [
     "govern_tool",
     "identity_problem",
     "level_problem",
+    "unmatched_patterns",
 ]
 
 
@@ -130,6 +131,19 @@ class ToolGovernance:
     base: Decision
     """The base decision (allow, or deny by template/default/unknown risk) when identities pass."""
     finding_effects: Mapping[str, FindingEffect] = field(default_factory=dict)
+
+
+def unmatched_patterns(policy: PolicySettings, exposed_names: Iterable[str]) -> list[str]:
+    """``allow``/``deny`` patterns and ``[policy.tools]`` keys that match none of ``exposed_names``
+    (likely typos or stale rules), each prefixed with where it comes from."""
+    names = list(exposed_names)
+    out: list[str] = []
+    for where, patterns in (("allow", policy.allow), ("deny", policy.deny), ("policy.tools", tuple(policy.tools))):
+        for pattern in patterns:
+            rx = re.compile(fnmatch.translate(pattern))
+            if not any(rx.match(n) for n in names):
+                out.append(f"{where}: {pattern}")
+    return out
 
 
 def level_problem(

@@ -8,8 +8,9 @@ In this order, each on what the previous step left:
 2. secrets are masked (`redact_secrets = true`) in every text block and every string inside the
    structured content, before anything else looks at or delivers them;
 3. prompt injection (`injection`): `withhold` (default) replaces the whole result by a reason the
-   model can read that quotes none of the attacker's text; `wrap` delivers it with each flagged
-   text fenced and labelled as untrusted data; `off` skips detection.
+   model can read that quotes none of the attacker's text; `wrap` delivers it with each text block
+   (and each flagged string of the structured content) fenced and labelled as untrusted data;
+   `off` skips detection.
 
 Flags on the returned `Inspection`: `truncated`, `secrets_redacted`, `injection`, `untrusted`.
 The gate marks the session tainted when it sees `injection` or `untrusted`.
@@ -23,6 +24,7 @@ from typing import Any
 
 from checkrein.config.policy import ResultSettings
 from checkrein.errors import PolicyError
+from checkrein.policy.analyzers import redact_secrets
 from checkrein.policy.analyzers.api import SecretSpan
 from checkrein.policy.call import ToolCall
 from checkrein.policy.decision import Finding
@@ -39,13 +41,8 @@ _MAX_DEPTH = 64
 _STRUCTURED = "/structuredContent"
 
 
-def _default_redactor() -> Redactor | None:
-    try:
-        from checkrein.policy.analyzers import redact_secrets  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    fn: Redactor = redact_secrets
-    return fn
+def _default_redactor(text: str) -> tuple[str, list[SecretSpan]]:
+    return redact_secrets(text)
 
 
 def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
@@ -107,14 +104,12 @@ def _json_size(value: Any) -> int:
 class DefaultInspector:
     """The built-in `ResultInspector`, configured by `[policy.results]`.
 
-    ``redactor`` defaults to `checkrein.policy.analyzers.redact_secrets`; when redaction is on and no
-    redactor is available, every result is denied (`inspect.redactor_unavailable`) rather than
-    delivered unmasked.
+    ``redactor`` defaults to `checkrein.policy.analyzers.redact_secrets`.
     """
 
     def __init__(self, settings: ResultSettings, *, redactor: Redactor | None = None) -> None:
         self.settings = settings
-        self._redactor = redactor if redactor is not None else _default_redactor()
+        self._redactor: Redactor = redactor if redactor is not None else _default_redactor
 
     # -- the steps -------------------------------------------------------------------------
 
@@ -139,10 +134,6 @@ class DefaultInspector:
         self, texts: tuple[str, ...], structured: Any | None
     ) -> tuple[tuple[str, ...], Any | None, list[str], list[Finding]]:
         redactor = self._redactor
-        if redactor is None:
-            raise PolicyError(
-                "secret redaction is on but no redactor is available", code="inspect.redactor_unavailable"
-            )
         pointers: list[str] = []
         findings: list[Finding] = []
 
@@ -249,9 +240,8 @@ class DefaultInspector:
                 tuple(redactions),
             )
         tool = call.exposed_name
-        texts = tuple(
-            wrap_untrusted(t, tool) if f"/content/{i}" in flagged else t for i, t in enumerate(texts)
-        )
+        # Every text block of a flagged result is fenced: a payload split across blocks stays inside.
+        texts = tuple(wrap_untrusted(t, tool) for t in texts)
         if structured is not None and (flagged - {f"/content/{i}" for i in range(len(texts))}):
             whole = _STRUCTURED in flagged
             structured = _map_strings(

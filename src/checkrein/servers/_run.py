@@ -1,7 +1,7 @@
 """How every bundled server starts: the shared command-line flags, `GET /health`, the state dir.
 
     python -m checkrein.servers.NAME                      stdio (the default)
-    python -m checkrein.servers.NAME --http --port 8765   Streamable HTTP on 127.0.0.1:8765/mcp
+    python -m checkrein.servers.NAME --http --port 8782   Streamable HTTP on 127.0.0.1:8782/mcp
 
 Only this module knows about transports, so each server module is just its tools.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["LOG_LEVEL", "ServeOptions", "health_route", "parse_serve_args", "serve", "state_dir"]
+__all__ = [
+    "DEFAULT_PORTS",
+    "LOG_LEVEL",
+    "ServeOptions",
+    "health_route",
+    "parse_serve_args",
+    "parse_server_args",
+    "serve",
+    "state_dir",
+]
 
 LOG_LEVEL: Final[Literal["WARNING"]] = "WARNING"
 """Bundled servers log warnings and worse only: stderr of a stdio server is the client's console."""
@@ -35,12 +46,17 @@ class ServeOptions:
     port: int
 
 
-def parse_serve_args(prog: str, argv: Sequence[str] | None = None) -> ServeOptions:
+DEFAULT_PORTS = {"monitor": 8781, "sandbox": 8782, "knowledge": 8783}
+"""Distinct defaults so the three servers (and the gateway on 8765) can run side by side."""
+
+
+def parse_serve_args(prog: str, argv: Sequence[str] | None = None, *, default_port: int = 8780) -> ServeOptions:
     """Parse ``--http``, ``--host`` and ``--port``; exits with status 2 on a usage error."""
     parser = argparse.ArgumentParser(prog=prog, description=f"checkrein bundled MCP server: {prog}")
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP (endpoint /mcp) instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port to bind with --http (default 8765)")
+    parser.add_argument("--port", type=int, default=default_port,
+                        help=f"port to bind with --http (default {default_port}; 0 picks a free one)")
     ns = parser.parse_args(argv)
     if not 0 <= ns.port <= 65535:
         parser.error("--port must be 0..65535")
@@ -65,17 +81,22 @@ def health_route(name: str, extra: Callable[[], dict[str, Any]] | None = None) -
     return Route("/health", health, methods=["GET"])
 
 
+def parse_server_args(name: str, argv: Sequence[str] | None = None) -> ServeOptions:
+    """`parse_serve_args` for the bundled server ``name``. Call it before touching any file, so
+    ``--help`` and usage errors leave nothing behind."""
+    return parse_serve_args(f"python -m checkrein.servers.{name}", argv, default_port=DEFAULT_PORTS.get(name, 8780))
+
+
 def serve(
     server: MCPServer[Any],
-    argv: Sequence[str] | None = None,
+    options: ServeOptions,
     *,
     health: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
-    """Run ``server`` as the command line asks (stdio unless ``--http``); blocks until it stops.
+    """Run ``server`` as ``options`` say (stdio unless ``http``); blocks until it stops.
 
     ``health`` adds fields to the ``GET /health`` answer of the HTTP transport.
     """
-    options = parse_serve_args(f"python -m checkrein.servers.{server.name}", argv)
     if not options.http:
         server.run("stdio")
         return
@@ -83,4 +104,10 @@ def serve(
 
     app = server.streamable_http_app(host=options.host)
     app.router.routes.append(health_route(server.name, health))
-    uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+    sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((options.host, options.port))  # bound here so --port 0 can say which port it got
+    sock.listen(128)  # connections queue from now on, before uvicorn accepts them
+    port = sock.getsockname()[1]
+    print(f"{server.name}: serving http://{options.host}:{port}/mcp (health: /health)", file=sys.stderr, flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

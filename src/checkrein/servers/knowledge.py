@@ -17,7 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt
 
 from ._base import BundledServer
-from ._run import LOG_LEVEL, serve
+from ._run import LOG_LEVEL, parse_server_args, serve
 from .knowledge_store import MAX_SOURCE_CHARS, MAX_TEXT_CHARS, KnowledgeBase, kb_path
 
 __all__ = ["build_server", "main"]
@@ -87,8 +87,9 @@ def build_server(path: Path) -> BundledServer:
 
 
 def main(argv: list[str] | None = None) -> None:
+    options = parse_server_args("knowledge", argv)
     path = kb_path()
-    serve(build_server(path), argv, health=lambda: {"database": str(path)})
+    serve(build_server(path), options, health=lambda: {"database": str(path)})
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from pydantic import Field, StrictInt
 from checkrein.canonical import canonical_json, sha256_hex
 
 from ._base import BundledServer
-from ._run import LOG_LEVEL, serve, state_dir
+from ._run import LOG_LEVEL, parse_server_args, serve, state_dir
 
 __all__ = ["AUDIT_SCHEMA_VERSION", "INCIDENTS", "MonitorAudit", "audit_path", "build_server", "main"]
 
@@ -202,9 +202,10 @@ def build_server(audit: MonitorAudit) -> MCPServer[Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    options = parse_server_args("monitor", argv)
     audit = MonitorAudit(audit_path())
     audit.open()
-    serve(build_server(audit), argv, health=lambda: {"audit": str(audit.path)})
+    serve(build_server(audit), options, health=lambda: {"audit": str(audit.path)})
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pydantic import Field, StrictBool, StrictInt
 
 from . import weather
 from ._base import BundledServer
-from ._run import LOG_LEVEL, serve
+from ._run import LOG_LEVEL, parse_server_args, serve
 from .sandbox_commands import CommandRefused, parse_command, run_command
 from .sandbox_paths import PROTECTED_FILES, PathRefused, resolve_in_sandbox, sandbox_dir, seed_sandbox
 
@@ -93,6 +93,8 @@ def build_server(root: Path) -> BundledServer:
         path = _path(root, filename)
         if path.name in PROTECTED_FILES:
             raise ToolError(f"refused: {path.name} is protected")
+        if path.exists() and not path.is_file():
+            raise ToolError(f"refused: {path.name} is not a regular file")
         # Write-then-rename so a reader never sees half a file.
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".write-", suffix=".tmp")
         try:
@@ -139,9 +141,10 @@ def build_server(root: Path) -> BundledServer:
 
 
 def main(argv: list[str] | None = None) -> None:
+    options = parse_server_args("sandbox", argv)
     root = sandbox_dir()
     seed_sandbox(root)
-    serve(build_server(root.resolve()), argv, health=lambda: {"sandbox": str(root)})
+    serve(build_server(root.resolve()), options, health=lambda: {"sandbox": str(root)})
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ Tools: ``echo(text)`` returns ``text``; ``add(a, b)`` returns the integer sum (a
 content); ``slow(seconds)`` sleeps then returns ``"slept"``; ``crash()`` exits the process mid-call
 (``os._exit(1)``); ``fail()`` returns ``isError: true``; ``header(name)`` returns that HTTP request
 header (empty on stdio); ``mutate()`` appends `` (mutated)`` to
-``echo``'s description, adds a tool ``added`` and sends ``notifications/tools/list_changed`` (to
-``subscriptions/listen`` streams too). One resource ``echo://readme`` and one prompt ``greet(name)``.
+``echo``'s description, adds a tool ``added`` and a resource ``echo://added``, and sends
+``notifications/tools/list_changed`` and ``notifications/resources/list_changed`` (to
+``subscriptions/listen`` streams too). One resource ``echo://readme``, one resource template
+``echo://notes/{name}`` and one prompt ``greet(name)``.
 
 Environment:
 
@@ -41,7 +43,12 @@ import mcp.types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 
@@ -155,16 +162,25 @@ def build_server(state: _State | None = None, *, modern_only: bool = False) -> S
         if name == "mutate":
             st.mutated = True
             await st.bus.publish(ToolsListChanged())
+            await st.bus.publish(ResourcesListChanged())
             await ctx.session.send_tool_list_changed()
+            await ctx.session.send_resource_list_changed()
             return _text("mutated")
         if name == "added" or name.startswith("tool_"):
             return _text(name)
         return _text(f"unknown tool: {name}", is_error=True)
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[types.Resource(uri="echo://readme", name="readme", mime_type="text/plain")]
-        )
+        resources = [types.Resource(uri="echo://readme", name="readme", mime_type="text/plain")]
+        if st.mutated:
+            resources.append(types.Resource(uri="echo://added", name="added", mime_type="text/plain"))
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(uri_template="echo://notes/{name}", name="notes")
+        return types.ListResourceTemplatesResult(resource_templates=[template])
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if str(params.uri) != "echo://readme":
@@ -188,6 +204,7 @@ def build_server(state: _State | None = None, *, modern_only: bool = False) -> S
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
@@ -199,7 +216,7 @@ def build_server(state: _State | None = None, *, modern_only: bool = False) -> S
 
 
 def _options(server: Server[Any]) -> Any:
-    return server.create_initialization_options(NotificationOptions(tools_changed=True))
+    return server.create_initialization_options(NotificationOptions(tools_changed=True, resources_changed=True))
 
 
 async def _serve_stdio(legacy_only: bool, modern_only: bool) -> None:

@@ -24,9 +24,8 @@ import anyio
 import mcp.types as types
 
 from checkrein.catalog.model import ToolDefinition
-from checkrein.errors import CheckreinError, UpstreamTimeout, UpstreamUnavailable
+from checkrein.errors import CheckreinError, UpstreamRequestFailed, UpstreamTimeout, UpstreamUnavailable
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
-from checkrein.upstream.connection import UpstreamRequestFailed
 
 __all__ = ["MemoryUpstream", "ToolFunction"]
 
@@ -170,6 +169,9 @@ class MemoryUpstream:
 
     async def list_resources(self) -> list[types.Resource]:
         return [types.Resource(uri=uri, name=uri.rsplit("/", 1)[-1] or uri) for uri in self._resources]
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        return []
 
     async def read_resource(self, uri: str, *, timeout_s: float) -> types.ReadResourceResult:
         self._check_up()

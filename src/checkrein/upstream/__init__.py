@@ -5,8 +5,10 @@ server (``McpUpstream``), restarting a crashed one on the next call with backoff
 the pure conversions (``tool_definition``, ``strip_identifying_meta``).
 """
 
+from checkrein.errors import UpstreamRequestFailed
+from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, Upstream, UpstreamInfo, UpstreamState
-from checkrein.upstream.connection import Backoff, LifecycleHook, McpUpstream, UpstreamRequestFailed
+from checkrein.upstream.connection import LifecycleHook, McpUpstream
 from checkrein.upstream.pool import UpstreamPool
 from checkrein.upstream.session import Era, UpstreamSession
 from checkrein.upstream.wire import IDENTIFYING_META_KEYS, strip_identifying_meta, tool_definition

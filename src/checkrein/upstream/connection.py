@@ -18,73 +18,42 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import httpx2
 import mcp.types as types
-from mcp.client._transport import TransportStreams  # typing only: the SDK's stream-pair alias
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 import checkrein
 from checkrein.catalog.model import ToolDefinition
-from checkrein.config import ServerConfig, expand_env
-from checkrein.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from checkrein.upstream._stdio import StderrTail, StdioProcess, open_stdio
+from checkrein.config import ServerConfig
+from checkrein.errors import UpstreamError, UpstreamRequestFailed, UpstreamTimeout, UpstreamUnavailable
+from checkrein.upstream._stdio import StderrTail, StdioProcess
+from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
+from checkrein.upstream.transports import all_pages, open_transport
 from checkrein.upstream.wire import strip_identifying_meta, tool_definition
 
-__all__ = ["Backoff", "LifecycleHook", "McpUpstream", "UpstreamRequestFailed"]
+__all__ = ["LifecycleHook", "McpUpstream"]
 
 logger = logging.getLogger("checkrein.upstream")
+
+_T = TypeVar("_T")
 
 LifecycleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``hook(event, fields)``: event is ``upstream.start``, ``upstream.failed``, ``upstream.crash``,
 ``upstream.restart``, ``upstream.refresh_failed`` or ``upstream.close``; fields always hold
 ``server``, ``transport``, ``state`` and ``restarts``, plus ``error``/``pid`` when known."""
-
-_Streams = TransportStreams
-_MAX_PAGES = 1000
-
-
-class UpstreamRequestFailed(UpstreamError):
-    """The upstream answered with a JSON-RPC error (unknown tool, bad params, its own fault).
-
-    ``rpc_code``/``rpc_message``/``rpc_data`` carry the upstream's error as it was sent.
-    """
-
-    code = "upstream.request_failed"
-
-    def __init__(self, message: str, *, rpc_code: int, rpc_message: str, rpc_data: Any = None) -> None:
-        super().__init__(message)
-        self.rpc_code = rpc_code
-        self.rpc_message = rpc_message
-        self.rpc_data = rpc_data
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Delay before restart attempt ``n`` (1-based): ``initial_s * factor**(n-1)``, capped at ``max_s``."""
-
-    initial_s: float = 0.1
-    factor: float = 2.0
-    max_s: float = 5.0
-
-    def delay(self, failures: int) -> float:
-        if failures <= 0:
-            return 0.0
-        return float(min(self.max_s, self.initial_s * self.factor ** (failures - 1)))
 
 
 @dataclass(eq=False)
@@ -96,7 +65,6 @@ class _Link:
     process: StdioProcess | None
     dead: bool = False
     reason: str | None = None
-    listen_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
 
 class McpUpstream:
@@ -147,11 +115,12 @@ class McpUpstream:
         self._last_process: StdioProcess | None = None
         self._tools: list[ToolDefinition] = []
         self._resources: list[types.Resource] = []
+        self._templates: list[types.ResourceTemplate] = []
         self._prompts: list[types.Prompt] = []
         self._refreshing: set[str] = set()
         self._refresh_again: set[str] = set()
         self.stats: dict[str, int] = {"bad_messages": 0, "hook_errors": 0, "refresh_failures": 0}
-        """Degradation counters: non-JSON-RPC lines, raising lifecycle hooks, failed re-listings."""
+        """Degradation counters: non-JSON-RPC lines, raising lifecycle hooks, failed (re-)listings."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -225,60 +194,61 @@ class McpUpstream:
     async def list_resources(self) -> list[types.Resource]:
         return list(self._resources)
 
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        """The cached resource templates (empty when the server has none or cannot list them)."""
+        return list(self._templates)
+
     async def list_prompts(self) -> list[types.Prompt]:
         return list(self._prompts)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> types.CallToolResult:
-        link = self._link
-        if link is None or link.dead:
-            link = await self._revive()
-        try:
-            with anyio.fail_after(timeout_s):
-                result = await link.session.call_tool(name, arguments)
-        except TimeoutError:
-            raise UpstreamTimeout(f"{self.name}: tool {name!r} did not answer within {timeout_s:g} s") from None
-        except MCPError as exc:
-            raise await self._request_error(link, exc, f"tools/call {name!r}") from None
-        except (ValidationError, RuntimeError) as exc:
-            raise UpstreamError(f"{self.name}: tool {name!r} returned an unusable result: {exc}") from exc
+        result = await self._forward(
+            f"tool {name!r}", timeout_s, lambda session: session.forward_tool_call(name, arguments)
+        )
         self._failures = 0
         return strip_identifying_meta(result)
 
     async def read_resource(self, uri: str, *, timeout_s: float) -> types.ReadResourceResult:
-        link = await self._live_link()
-        try:
-            with anyio.fail_after(timeout_s):
-                result = await link.session.read_resource(uri)
-        except TimeoutError:
-            raise UpstreamTimeout(f"{self.name}: resource {uri!r} was not read within {timeout_s:g} s") from None
-        except MCPError as exc:
-            raise await self._request_error(link, exc, f"resources/read {uri!r}") from None
-        except (ValidationError, RuntimeError) as exc:
-            raise UpstreamError(f"{self.name}: resource {uri!r} came back unusable: {exc}") from exc
+        result = await self._forward(f"resource {uri!r}", timeout_s, lambda session: session.read_resource(uri))
         return strip_identifying_meta(result)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None, *, timeout_s: float
     ) -> types.GetPromptResult:
-        link = await self._live_link()
-        try:
-            with anyio.fail_after(timeout_s):
-                result = await link.session.get_prompt(name, arguments)
-        except TimeoutError:
-            raise UpstreamTimeout(f"{self.name}: prompt {name!r} did not answer within {timeout_s:g} s") from None
-        except MCPError as exc:
-            raise await self._request_error(link, exc, f"prompts/get {name!r}") from None
-        except (ValidationError, RuntimeError) as exc:
-            raise UpstreamError(f"{self.name}: prompt {name!r} came back unusable: {exc}") from exc
+        result = await self._forward(
+            f"prompt {name!r}", timeout_s, lambda session: session.get_prompt(name, arguments)
+        )
         return strip_identifying_meta(result)
 
-    # -- connecting --------------------------------------------------------------------------
+    async def _forward(
+        self, what: str, timeout_s: float, send: Callable[[UpstreamSession], Awaitable[_T]]
+    ) -> _T:
+        """Send one request on the live session (restarting a dead one first), within ``timeout_s``.
 
-    async def _live_link(self) -> _Link:
+        A request the server refused because it no longer knows our HTTP session (it restarted
+        while we were idle) never ran, so it is sent once more on a fresh session.
+        """
         link = self._link
         if link is None or link.dead:
             link = await self._revive()
-        return link
+        for attempt in (1, 2):
+            try:
+                with anyio.fail_after(timeout_s):
+                    return await send(link.session)
+            except TimeoutError:
+                raise UpstreamTimeout(f"{self.name}: {what} did not answer within {timeout_s:g} s") from None
+            except MCPError as exc:
+                if attempt == 1 and link.process is None and _session_expired(exc):
+                    reason = f"the server no longer knows our session ({exc.message})"
+                    await self._link_lost(link, reason, penalize=False)
+                    link = await self._revive()
+                    continue
+                raise await self._request_error(link, exc, what) from None
+            except (ValidationError, RuntimeError) as exc:
+                raise UpstreamError(f"{self.name}: {what} came back unusable: {exc}") from exc
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    # -- connecting --------------------------------------------------------------------------
 
     async def _revive(self) -> _Link:
         """Restart a crashed or failed server, honouring the backoff. Raises ``UpstreamUnavailable``."""
@@ -310,6 +280,8 @@ class McpUpstream:
             return link
 
     def _note_failure(self, error: str) -> None:
+        if self._closed:
+            return  # a closed upstream stays "closed"
         self._state = "failed"
         self._error = error
         self._failures += 1
@@ -328,6 +300,11 @@ class McpUpstream:
             era = "modern"
         if era == "modern":
             self._negotiated_era = "modern"  # it refused the handshake once; don't ask again
+        if self._closed:
+            # aclose() ran while we were connecting: this connection must not outlive it.
+            link.dead = True
+            link.stop.set()
+            raise UpstreamUnavailable(f"{self.name}: the upstream was closed while it started")
         self._link = link
         self._ever_started = True
         self._state = "ready"
@@ -356,20 +333,6 @@ class McpUpstream:
         if process is not None:
             text += f"; {process.describe()}"
         return text
-
-    def _transport(self, process: StdioProcess | None) -> AbstractAsyncContextManager[_Streams]:
-        cfg = self.config
-        if cfg.transport == "stdio":
-            assert process is not None and cfg.command is not None
-            env = {k: expand_env(v, self._environ) for k, v in cfg.env.items()}
-            return open_stdio(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd, process_info=process)
-        assert cfg.url is not None
-        headers = {k: expand_env(v, self._environ) for k, v in cfg.headers.items()}
-        # Read timeout above the call timeout: our own deadline decides, not the socket's.
-        read_s = max(300.0, cfg.timeout_s + 30.0)
-        if cfg.transport == "sse":
-            return sse_client(cfg.url, headers=headers, timeout=10.0, sse_read_timeout=read_s)
-        return _streamable_http(cfg.url, headers, read_s)
 
     async def _run_link(
         self, era: Era, process: StdioProcess | None, *, task_status: anyio.abc.TaskStatus[_Link]
@@ -410,7 +373,7 @@ class McpUpstream:
     ) -> _Link:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
-        read, write = await stack.enter_async_context(self._transport(process))
+        read, write = await stack.enter_async_context(open_transport(self.config, process, self._environ))
         session = UpstreamSession(
             read,
             write,
@@ -422,7 +385,7 @@ class McpUpstream:
             await handshake(session, era)
             self._server_info = session.server_info
             self._protocol_version = session.protocol_version
-            await self._fetch_catalog(session, first=True)
+            await self._fetch_catalog(session)
         return _Link(session=session, stop=stop, process=process)
 
     async def _watch_process(self, link: _Link) -> None:
@@ -466,8 +429,11 @@ class McpUpstream:
             if not acked:
                 task_status.started()
 
-    async def _link_lost(self, link: _Link, reason: str) -> None:
-        """Mark ``link`` dead once; if it was the current link, the server counts as crashed."""
+    async def _link_lost(self, link: _Link, reason: str, *, penalize: bool = True) -> None:
+        """Mark ``link`` dead once; if it was the current link, the server counts as crashed.
+
+        ``penalize=False`` (a session the server forgot, not a fault) restarts without backoff.
+        """
         if link.dead:
             return
         link.dead = True
@@ -476,8 +442,11 @@ class McpUpstream:
         if self._link is link and not self._closed:
             self._state = "crashed"
             self._error = reason
-            self._failures += 1
-            self._retry_at = anyio.current_time() + self._backoff.delay(self._failures)
+            if penalize:
+                self._failures += 1
+                self._retry_at = anyio.current_time() + self._backoff.delay(self._failures)
+            else:
+                self._retry_at = anyio.current_time()
             pid = link.process.pid if link.process else None
             await self._emit("upstream.crash", error=reason, pid=pid)
 
@@ -503,16 +472,28 @@ class McpUpstream:
 
     # -- catalog ----------------------------------------------------------------------------
 
-    async def _fetch_catalog(self, session: UpstreamSession, *, first: bool) -> None:
+    async def _fetch_catalog(self, session: UpstreamSession) -> None:
+        """List tools (a failure fails the connection), then resources and prompts (a failure
+        there leaves that list empty, with a warning: the tools are still worth serving)."""
         caps = session.server_capabilities
         before = [t.digest for t in self._tools]
         if caps is None or caps.tools is not None:
-            tools = await _all_pages(session.list_tools, "tools")
+            tools = await all_pages(session.list_tools, "tools")
             self._tools = [tool_definition(self.name, t) for t in tools]
-        if caps is not None and caps.resources is not None:
-            self._resources = await _all_pages(session.list_resources, "resources")
-        if caps is not None and caps.prompts is not None:
-            self._prompts = await _all_pages(session.list_prompts, "prompts")
+        else:
+            self._tools = []
+        self._resources = []
+        self._templates = []
+        self._prompts = []
+        try:
+            if caps is not None and caps.resources is not None:
+                self._resources = await all_pages(session.list_resources, "resources")
+                self._templates = await _templates(session)
+            if caps is not None and caps.prompts is not None:
+                self._prompts = await all_pages(session.list_prompts, "prompts")
+        except (MCPError, ValidationError, UpstreamError) as exc:
+            self.stats["refresh_failures"] += 1
+            logger.warning("%s: listing resources/prompts failed: %s", self.name, _describe(exc))
         if self._ever_started and before != [t.digest for t in self._tools]:
             await self._tools_changed()
 
@@ -557,18 +538,27 @@ class McpUpstream:
     async def _relist(self, session: UpstreamSession, kind: str) -> None:
         if kind == "tools":
             before = [t.digest for t in self._tools]
-            tools = await _all_pages(session.list_tools, "tools")
+            tools = await all_pages(session.list_tools, "tools")
             self._tools = [tool_definition(self.name, t) for t in tools]
             if before != [t.digest for t in self._tools]:
                 await self._tools_changed()
         elif kind == "resources":
-            self._resources = await _all_pages(session.list_resources, "resources")
+            self._resources = await all_pages(session.list_resources, "resources")
+            self._templates = await _templates(session)
         else:
-            self._prompts = await _all_pages(session.list_prompts, "prompts")
+            self._prompts = await all_pages(session.list_prompts, "prompts")
 
     async def _tools_changed(self) -> None:
-        if self._on_tools_changed is not None:
+        if self._on_tools_changed is None:
+            return
+        try:
             await self._on_tools_changed(self.name)
+        except Exception as exc:  # the gate's callback failing must not fail our connection
+            # Counted and reported: the gate may now hold a stale catalog, which it must treat
+            # as drift on its side (it owns quarantine); we make the failure visible.
+            self.stats["hook_errors"] += 1
+            logger.exception("%s: on_tools_changed failed", self.name)
+            await self._emit("upstream.refresh_failed", error=f"on_tools_changed: {_describe(exc)}")
 
     async def _emit(self, event: str, **fields: Any) -> None:
         if self._on_event is None:
@@ -587,29 +577,19 @@ class McpUpstream:
             logger.exception("%s: lifecycle hook failed for %s", self.name, event)
 
 
-async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-    """Follow ``nextCursor`` until the listing ends. Raises ``UpstreamError`` on a cursor loop."""
-    items: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    for _ in range(_MAX_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await fetch(params=params)
-        items.extend(getattr(page, attr))
-        cursor = page.next_cursor
-        if cursor is None:
-            return items
-        if cursor in seen:
-            raise UpstreamError(f"the server repeated the {attr} cursor {cursor!r}")
-        seen.add(cursor)
-    raise UpstreamError(f"the {attr} listing did not end after {_MAX_PAGES} pages")
+async def _templates(session: UpstreamSession) -> list[types.ResourceTemplate]:
+    """All resource templates; a server without the method (many have none) has no templates."""
+    try:
+        return await all_pages(session.list_resource_templates, "resource_templates")
+    except MCPError as exc:
+        if exc.code == METHOD_NOT_FOUND:
+            return []
+        raise
 
 
-@asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str], read_s: float) -> AsyncIterator[_Streams]:
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10.0, read=read_s)) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            yield read, write
+def _session_expired(exc: MCPError) -> bool:
+    """The HTTP server answered 404 for our session id: it restarted or expired the session."""
+    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
 
 
 def _first_cause(exc: BaseException) -> BaseException:

@@ -13,8 +13,9 @@ import mcp.types as types
 
 from checkrein.config import ServerConfig
 from checkrein.errors import UpstreamError, UpstreamUnavailable
+from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, Upstream, UpstreamInfo
-from checkrein.upstream.connection import Backoff, LifecycleHook, McpUpstream
+from checkrein.upstream.connection import LifecycleHook, McpUpstream
 from checkrein.upstream.session import Era
 
 __all__ = ["UpstreamPool"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from _analyzer_helpers import kinds_of
 
-from checkrein.policy.analyzers import ANALYZERS, Analyzer, ScanContext, scan_arguments, scan_value
+from checkrein.policy.analyzers import ANALYZERS, Analyzer, ScanContext, scan, scan_arguments, scan_value
 from checkrein.policy.analyzers.scan import MAX_DEPTH, MAX_STRINGS
 
 
@@ -62,8 +63,10 @@ def test_too_deep_arguments_stop_with_a_scan_finding() -> None:
     assert kinds_of(findings, "scan") == {"too_deep"}
 
 
-def test_too_many_strings_stop_with_a_scan_finding() -> None:
-    findings = scan_arguments({"v": ["a"] * (MAX_STRINGS + 1)}, ScanContext())
+def test_too_many_strings_stop_with_a_scan_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MAX_STRINGS >= 1_000
+    monkeypatch.setattr(scan, "MAX_STRINGS", 50)
+    findings = scan_arguments({"v": ["a"] * 51}, ScanContext())
     assert kinds_of(findings, "scan") == {"too_many_strings"}
 
 

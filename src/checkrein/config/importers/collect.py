@@ -63,6 +63,7 @@ class ImportCollector:
     ) -> ImportedServer:
         """Record one server; moves inline secrets and renames it if checkrein needs to."""
         name = self._unique(checkrein_server_name(source_name))
+        moved_before = len(self._secrets)
         if name != source_name:
             self.note(name, f"server {source_name!r} is named {name!r} in checkrein")
         env_out = {k: self._mover.env(name, k, v) for k, v in (env or {}).items()}
@@ -81,6 +82,11 @@ class ImportCollector:
             source_name=source_name if name != source_name else None,
         )
         self._servers.append(server)
+        for secret in self._secrets[moved_before:]:
+            if secret.where.startswith(("args", "url")):
+                # The gateway expands references in env and headers when it starts a server;
+                # one in an argument or a URL must be expanded there too, so say where it is.
+                self.note(name, f"{secret.where} now holds ${{{secret.variable}}}: prefer passing it via env or a header")
         return server
 
     def result(self) -> ImportResult:

@@ -100,8 +100,11 @@ def lint_file(
     harbor_version: str | None = None,
     max_bytes: int = MAX_CONFIG_BYTES,
 ) -> LintResult:
-    """Lint the file at ``path``; reads at most ``max_bytes`` (a larger file is one finding)."""
+    """Lint the file at ``path`` (a Harbor task directory means its `task.toml`); reads at most
+    ``max_bytes`` (a larger file is one finding)."""
     p = Path(path)
+    if p.is_dir() and (p / "task.toml").is_file():
+        p = p / "task.toml"
     report = Report(str(p))
     try:
         with p.open("rb") as fh:

@@ -28,6 +28,9 @@ def lint_checkrein(report: Report, text: str, data: dict[str, Any]) -> None:
         report.add("checkrein.no-audit-dir", locate(text, ["audit"]), "calls are not kept in a chained audit log")
     if cfg.gateway.token is not None:
         check_inline_secrets(report, "gateway", line=lambda _f: locate(text, ["gateway", "token"]), headers={"Authorization": cfg.gateway.token})
+    if cfg.approval.webhook_headers:
+        line = locate(text, ["approval", "webhook_headers"])
+        check_inline_secrets(report, "approval webhook", line=lambda _f: line, headers=cfg.approval.webhook_headers)
     for i, server in enumerate(cfg.servers):
         def at(field: str, _i: int = i) -> int | None:
             return locate(text, ["servers", _i, field]) or locate(text, ["servers", _i])

@@ -11,14 +11,15 @@ characters). Work is bounded: at most `MAX_ROUNDS` rounds and every form is cut 
 from __future__ import annotations
 
 import html
+import re
 import unicodedata
 
 __all__ = ["MAX_FORM_CHARS", "MAX_ROUNDS", "decode_once", "decoded_forms", "percent_decode", "unescape_backslashes"]
 
 MAX_ROUNDS = 4
 """Enough for three stacked encodings plus one round to observe the fixed point."""
-MAX_FORM_CHARS = 1_048_576
-"""Longest form analyzed; matches the default `[policy.limits] max_args_bytes`."""
+MAX_FORM_CHARS = 262_144
+"""Longest form produced (NFKC can expand a character up to 18-fold; the cut keeps work bounded)."""
 
 _HEX = frozenset("0123456789abcdefABCDEF")
 # Only escapes that change meaning for a consumer; `\b`, `\f`... would turn `..\boot.ini` into noise.
@@ -62,43 +63,42 @@ def _decode_bytes(buf: bytes) -> str:
     return "".join(out)
 
 
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+|%[uU][0-9A-Fa-f]{4}")
+
+
+def _percent_run(m: re.Match[str]) -> str:
+    run = m.group(0)
+    if run[1] in "uU":
+        cp = int(run[2:], 16)
+        return "\ufffd" if 0xD800 <= cp <= 0xDFFF else chr(cp)
+    data = bytes.fromhex(run.replace("%", ""))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _decode_bytes(data)
+
+
 def percent_decode(text: str) -> str:
     """One pass of `%XX` and `%uXXXX` decoding; byte runs go through the lenient UTF-8 decoder."""
     if "%" not in text:
         return text
-    out: list[str] = []
-    buf = bytearray()
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "%":
-            pair = text[i + 1 : i + 3]
-            if len(pair) == 2 and _is_hex(pair):
-                buf.append(int(pair, 16))
-                i += 3
-                continue
-            quad = text[i + 2 : i + 6]
-            if text[i + 1 : i + 2] in ("u", "U") and len(quad) == 4 and _is_hex(quad):
-                if buf:
-                    out.append(_decode_bytes(bytes(buf)))
-                    buf.clear()
-                cp = int(quad, 16)
-                out.append("\ufffd" if 0xD800 <= cp <= 0xDFFF else chr(cp))
-                i += 6
-                continue
-        if buf:
-            out.append(_decode_bytes(bytes(buf)))
-            buf.clear()
-        out.append(c)
-        i += 1
-    if buf:
-        out.append(_decode_bytes(bytes(buf)))
-    return "".join(out)
+    return _PERCENT.sub(_percent_run, text)
 
 
 def _looks_like_windows_path(text: str) -> bool:
     # `C:\new\temp` or `\\server\share`: backslashes are separators there, not escapes.
     return (len(text) > 2 and text[1] == ":" and text[2] == "\\" and text[0].isalpha()) or text.startswith("\\\\")
+
+
+_ESCAPE = re.compile(r"""\\(?:u\{([0-9A-Fa-f]{1,6})\}|[uU]([0-9A-Fa-f]{4})|[xX]([0-9A-Fa-f]{2})|([nrt0/\\'"]))""")
+
+
+def _escape(m: re.Match[str]) -> str:
+    hexdigits = m.group(1) or m.group(2) or m.group(3)
+    if hexdigits is not None:
+        cp = int(hexdigits, 16)
+        return "\ufffd" if cp > 0x10FFFF or 0xD800 <= cp <= 0xDFFF else chr(cp)
+    return _SIMPLE_ESCAPES[m.group(4)]
 
 
 def unescape_backslashes(text: str) -> str:
@@ -108,42 +108,7 @@ def unescape_backslashes(text: str) -> str:
     """
     if "\\" not in text or _looks_like_windows_path(text):
         return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c != "\\" or i + 1 >= n:
-            out.append(c)
-            i += 1
-            continue
-        e = text[i + 1]
-        if e in ("u", "U"):
-            if text[i + 2 : i + 3] == "{":
-                close = text.find("}", i + 3, i + 12)
-                if close != -1 and _is_hex(text[i + 3 : close]):
-                    cp = int(text[i + 3 : close], 16)
-                    out.append(chr(cp) if cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF else "\ufffd")
-                    i = close + 1
-                    continue
-            h = text[i + 2 : i + 6]
-            if len(h) == 4 and _is_hex(h):
-                cp = int(h, 16)
-                out.append("\ufffd" if 0xD800 <= cp <= 0xDFFF else chr(cp))
-                i += 6
-                continue
-        elif e in ("x", "X"):
-            h = text[i + 2 : i + 4]
-            if len(h) == 2 and _is_hex(h):
-                out.append(chr(int(h, 16)))
-                i += 4
-                continue
-        elif e in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[e])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    return _ESCAPE.sub(_escape, text)
 
 
 def _html_unescape(text: str) -> str:

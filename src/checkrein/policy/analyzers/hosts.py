@@ -105,7 +105,7 @@ def _part(text: str) -> int | None:
     if t.startswith("0x"):
         digits = t[2:] or "0"
         return int(digits, 16) if all(c in "0123456789abcdef" for c in digits) and len(digits) <= 8 else None
-    if not t.isdigit() or len(t) > 12:
+    if not (t.isascii() and t.isdigit()) or len(t) > 12:
         return None
     if len(t) > 1 and t[0] == "0":
         return int(t, 8) if all(c in "01234567" for c in t) else None
@@ -185,7 +185,7 @@ def _embedded_ipv4(name: str) -> ipaddress.IPv4Address | None:
     """A dotted or dashed IPv4 spelled inside a DNS name (`127.0.0.1.nip.io`, `ip-10-0-0-1`)."""
     run: list[str] = []
     for label in name.replace("-", ".").split("."):
-        if label.isdigit() and len(label) <= 3 and int(label) <= 255:
+        if label.isascii() and label.isdigit() and len(label) <= 3 and int(label) <= 255:
             run.append(label)
             if len(run) == 4:
                 return ipaddress.IPv4Address(".".join(run))
@@ -229,6 +229,6 @@ def classify_host(host: str) -> HostVerdict | None:
     if rebinding:
         return HostVerdict("dns_rebinding_service", f"{h} is a wildcard-DNS / rebinding / redirect service")
     last = h.rsplit(".", 1)[-1]
-    if last.isdigit() or (last.startswith("0x") and len(h.split(".")) <= 4):
+    if (last.isascii() and last.isdigit()) or (last.startswith("0x") and len(h.split(".")) <= 4):
         return HostVerdict("malformed_ip", f"{h!r} is neither a valid IP address nor a DNS name", True)
     return None

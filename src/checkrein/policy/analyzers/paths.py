@@ -165,24 +165,19 @@ def _finding(kind: str, pointer: str, message: str, form: str) -> Finding:
     return Finding(NAME, kind, pointer, message, excerpt(form))
 
 
+_SPACE = re.compile(r"\s")
+_PATHISH = re.compile(r"[/\\.:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]")
+_MALFORMED_PERCENT = re.compile(r"%(?:%|[g-tv-zG-TV-Z][0-9A-Za-z]|[0-9A-Fa-f][g-zG-Z])")
+_ODD_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
+
+
 def _malformed_percent(text: str) -> bool:
     """`%%32`, `%c0%9v`, `%bg`: percent escapes no standard decoder accepts, used to slip past filters."""
-    i = text.find("%")
-    while i != -1:
-        pair = text[i + 1 : i + 3]
-        if pair[:1] == "%":
-            return True
-        if len(pair) == 2 and pair.isalnum() and not all(c in "0123456789abcdefABCDEF" for c in pair):
-            if pair[0] not in "uU":
-                return True
-        i = text.find("%", i + 1)
-    return False
+    return "%" in text and _MALFORMED_PERCENT.search(text) is not None
 
 
 def _odd_character(text: str) -> bool:
-    return any(
-        ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0xE000 <= ord(c) <= 0xF8FF or c == "\ufffd" for c in text
-    )
+    return _ODD_CHARACTER.search(text) is not None
 
 
 def _base64_path(text: str) -> bool:
@@ -236,6 +231,8 @@ def _wrapper(lowered: str, strict: bool) -> str | None:
 def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
     """Path findings for one argument value given its decoded forms (raw first)."""
     strict = kind == "path"
+    if not strict and not any(_PATHISH.search(f) for f in forms) and not (len(forms[0]) >= 12 and forms[0].isalnum()):
+        return []  # no separator, dot, colon, tilde, percent or NUL: nothing here can name a file
     found: dict[str, Finding] = {}
 
     def add(k: str, message: str, form: str) -> None:
@@ -255,7 +252,7 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             evasion.append(("encoded_separator", "dot or slash written as a hex literal"))
     if any(_odd_character(f) for f in forms[1:]):
         evasion.append(("control_character", "control, private-use or undecodable character in a path"))
-    raw_compact = not any(c.isspace() for c in raw.strip())
+    raw_compact = _SPACE.search(raw.strip()) is None
     if strict or raw_compact:
         if _base64_path(raw):
             add("encoded_traversal", "base64-encoded path with traversal or a system file", raw)
@@ -292,7 +289,7 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             add("nul_byte", "NUL byte truncates the path at the OS boundary", form)
         if not path:
             continue
-        compact = not any(c.isspace() for c in path)
+        compact = _SPACE.search(path) is None
         if not strict and not compact and "/" not in path:
             continue
         drive, rest = _drive(path)

@@ -2,9 +2,9 @@
 analyzer, with RFC 6901 pointers. Object keys are scanned too (untyped), and a string that holds
 a JSON object or array is parsed once and its strings scanned under the string's pointer.
 
-Bounded: at most `MAX_DEPTH` levels, `MAX_STRINGS` strings and `MAX_JSON_CHARS` characters of
-embedded JSON; past a bound the scan stops and reports a `scan` finding rather than passing the
-rest unchecked. (The engine's `[policy.limits]` normally rejects such arguments earlier.)
+Bounded: at most `MAX_DEPTH` levels, `MAX_STRINGS` strings, `MAX_SCAN_CHARS` characters per
+string and `MAX_JSON_CHARS` characters of embedded JSON; past a bound the scan reports a `scan`
+finding rather than passing the rest unchecked. (The engine's `[policy.limits]` normally rejects such arguments earlier.)
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from .shell import check_shell
 from .sql import check_sql
 from .urls import check_url
 
-__all__ = ["ANALYZERS", "CHECKS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
+__all__ = ["ANALYZERS", "CHECKS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
 
 MAX_DEPTH = 64
 MAX_STRINGS = 20_000
 MAX_JSON_CHARS = 262_144
+MAX_SCAN_CHARS = 262_144
+"""Characters of one string value the analyzers read (their cost is linear in it)."""
 
 Check = Callable[[Sequence[str], str, ArgKind | None, ScanContext], list[Finding]]
 CHECKS: Mapping[str, Check] = {
@@ -85,9 +87,17 @@ def _strings(value: Any, pointer: str, depth: int, in_json: bool) -> Iterator[tu
 
 
 def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
-    """Findings of every enabled analyzer for one string (raw and decoded forms)."""
-    forms = decoded_forms(value)
+    """Findings of every enabled analyzer for one string (raw and decoded forms).
+
+    Only the first `MAX_SCAN_CHARS` characters are analyzed; a longer value also yields a
+    `scan/value_too_long` finding, so the unanalyzed tail fails closed under the default policy."""
     findings: list[Finding] = []
+    if len(value) > MAX_SCAN_CHARS:
+        findings.append(
+            Finding("scan", "value_too_long", pointer, f"only the first {MAX_SCAN_CHARS} characters of {len(value)} were analyzed", "", "medium")
+        )
+        value = value[:MAX_SCAN_CHARS]
+    forms = decoded_forms(value)
     for name, check in CHECKS.items():
         if name in ctx.enabled:
             findings.extend(check(forms, pointer, kind, ctx))

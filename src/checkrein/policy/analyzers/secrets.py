@@ -87,7 +87,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("databricks_token", ("dapi",), _B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E),
     _r("vault_token", ("hvs.", "hvb.", "s."), _B + r"(?:hvs\.[A-Za-z0-9_\-]{90,120}|hvb\.[A-Za-z0-9_\-]{138,300})"),
     _r("telegram_token", (":aa",), _B + r"\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
-    _r("discord_token", ("m", "n", "o"), _B + r"[MNO][a-zA-Z\d_\-]{23,25}\.[a-zA-Z\d_\-]{6}\.[a-zA-Z\d_\-]{27,38}" + _E, 0, 3.5),
+    _r("discord_token", (".",), _B + r"[MNO][a-zA-Z\d_\-]{23,25}\.[a-zA-Z\d_\-]{6}\.[a-zA-Z\d_\-]{27,38}" + _E, 0, 3.5),
     _r("facebook_token", ("eaa",), _B + r"EAA[MC][A-Za-z0-9]{100,}"),
     _r("grafana_token", ("glc_", "glsa_"), _B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
     _r("atlassian_token", ("atatt",), _B + r"ATATT3[A-Za-z0-9_\-=]{186}"),
@@ -111,13 +111,16 @@ _RULES: tuple[_Rule, ...] = (
     _r("curl_user", ("-u", "--user"), r"(?:\s|^)(?:-u|--user)[\s=]{1,3}[\"']?[^\s:\"'$]{1,64}:([^\s\"'$]{4,128})[\"']?", 1, 2.0),
 )
 
+# One pass over the text finds which rules can possibly match (a C-speed scan instead of a
+# Python loop over every rule's prefixes).
+_PREFILTER = re.compile("|".join(re.escape(p) for p in sorted({p for r in _RULES for p in r.prefilter}, key=len, reverse=True)))
+
 _KEYWORDS = re.compile(
     r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|apikey|access[_.\-]?key|auth[_.\-]?key"
     r"|private[_.\-]?key|client[_.\-]?secret|credentials?|api[_.\-]?token|auth|session[_.\-]?id|cookie"
     r"|(?<=[_.\-])(?:key|pw)(?![a-z])|(?-i:(?<=[a-z])(?:Key|Token|Secret)))"
 )
 _KEYWORD_PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "session", "cookie")
-_IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PLACEHOLDER_WORDS = (
     "xxxx", "****", "fake", "example", "dummy", "placeholder", "changeme", "change_me", "change-me",
     "your_", "your-", "yourpass", "redacted", "todo", "sample", "insert", "replace", "...",
@@ -144,17 +147,15 @@ def shannon_entropy(text: str) -> float:
 _CALL = re.compile(r"[A-Za-z_][\w.]{0,80}\(.{0,200}\)")
 
 
+_RUN_OF_EIGHT = re.compile(r"(.)\1{7}", re.DOTALL)
+
+
 def _dummy(value: str) -> bool:
     """Masked or dummy token bodies: `xxxx`, `EXAMPLE`, `<...>`, long runs of one character."""
     lowered = value.lower()
     if "xxxx" in lowered or "example" in lowered or "****" in lowered or "####" in lowered or "<" in lowered:
         return True
-    run = 1
-    for a, b in zip(lowered, lowered[1:], strict=False):
-        run = run + 1 if a == b else 1
-        if run >= 8:
-            return True
-    return False
+    return _RUN_OF_EIGHT.search(lowered) is not None
 
 
 def is_placeholder(value: str, *, references: bool = True) -> bool:
@@ -181,41 +182,56 @@ def is_placeholder(value: str, *, references: bool = True) -> bool:
     return v.replace("_", "").isalpha() and (v.islower() or v[0].islower()) and len(v) < 32 and shannon_entropy(v) < 3.6
 
 
+_KEY_REST = re.compile(r"[A-Za-z0-9_.\-]{0,40}")
+_KEY_CLOSE = re.compile(r"[\"'\]]{0,4}[ \t]{0,5}")
+_OPERATOR = re.compile(r":::=|::=|:=|\?=|=>|===|==|!==|!=|=|:|[ ](?=[\"'])")
+_VALUE_LEAD = re.compile(r"[ \t@]{0,12}")
+_UNQUOTED_VALUE = re.compile(r"[^\s\"'`,;&]{1,512}")
+_NON_KEY_SUFFIXES = (
+    "_id", "id", "type", "name", "_url", "url", "length", "size", "file", "path", "policy", "count",
+    "expiry", "_at", "format", "field", "hash", "header",
+)  # fmt: skip
+
+
+def _inside_mask(text: str, index: int) -> bool:
+    opening = text.rfind("[REDACTED:", max(0, index - 40), index)
+    return opening != -1 and "]" not in text[opening:index]
+
+
 def _keyword_spans(text: str) -> list[SecretSpan]:
+    """`key <op> value` assignments whose key names a secret. Each regex step is anchored at a
+    position and bounded, and the search resumes after the value: linear in ``text``."""
     spans: list[SecretSpan] = []
     n = len(text)
-    for m in _KEYWORDS.finditer(text):
-        i = m.end()
+    pos = 0
+    while pos < n:
+        m = _KEYWORDS.search(text, pos)
+        if m is None:
+            break
+        pos = m.end()
         word = m.group(0)
         before = text[m.start() - 1] if m.start() else ""
-        after = text[i] if i < n else ""
+        after = text[pos] if pos < n else ""
         # `passport`, `bypass`, `author`: the keyword must be a whole word of the key name.
         if after.islower() or (before.isalpha() and word[0].islower() and before.islower()):
             continue
-        # The rest of the key name (`password_hash`, `token.value`), a closing quote or bracket.
-        k = 0
-        while i < n and text[i] in _IDENT and k < 40:
-            i += 1
-            k += 1
+        if _inside_mask(text, m.start()):
+            continue  # `[REDACTED:github_token]`: our own mask, so redaction is a fixed point
+        # The rest of the key name (`password_hash`, `token.value`), closing quotes or brackets.
+        rest = _KEY_REST.match(text, pos)
+        i = rest.end() if rest is not None else pos
         key = text[m.start() : i].lower()
-        if key.endswith(("_id", "id", "type", "name", "_url", "url", "length", "size", "file", "path", "policy", "count", "expiry", "_at", "format", "field", "hash", "header")):
+        if key.endswith(_NON_KEY_SUFFIXES):
             continue
-        while i < n and text[i] in "\"']" and i - m.end() < 44:
-            i += 1
-        j = i
-        while j < n and text[j] in " \t" and j - i < 5:
-            j += 1
-        op = ""
-        for candidate in (":::=", "::=", ":=", "?=", "=>", "===", "==", "!==", "!=", "=", ":", " "):
-            if text.startswith(candidate, j):
-                op = candidate
-                break
+        close = _KEY_CLOSE.match(text, i)
+        j = close.end() if close is not None else i
+        op_match = _OPERATOR.match(text, j)
+        if op_match is None or (op_match.group(0) == ":" and text.startswith("//", j + 1)):
+            continue
+        op = op_match.group(0)
         comparison = op in ("===", "==", "!==", "!=")
-        if op == "" or (op == " " and text[j + 1 : j + 2] not in ('"', "'")) or (op == ":" and text.startswith("//", j + 1)):
-            continue
-        j += len(op)
-        while j < n and text[j] in " \t@" and j - i < 12:
-            j += 1
+        lead = _VALUE_LEAD.match(text, op_match.end())
+        j = lead.end() if lead is not None else op_match.end()
         if j >= n:
             continue
         quote = text[j] if text[j] in "\"'`" else ""
@@ -225,9 +241,11 @@ def _keyword_spans(text: str) -> list[SecretSpan]:
             if end == -1:
                 continue
         else:
-            end = start
-            while end < n and end - start < 512 and not text[end].isspace() and text[end] not in "\"'`,;&":
-                end += 1
+            v = _UNQUOTED_VALUE.match(text, start)
+            if v is None:
+                continue
+            end = v.end()
+        pos = max(pos, end)
         value = text[start:end]
         if (comparison and not quote) or is_placeholder(value):
             continue
@@ -265,11 +283,15 @@ def find_secrets(text: str) -> list[SecretSpan]:
     t = text[:MAX_SECRET_SCAN]
     lowered = t.lower()
     spans: list[SecretSpan] = []
+    present = set(_PREFILTER.findall(lowered))
     for rule in _RULES:
-        if not any(p in lowered for p in rule.prefilter):
+        if present.isdisjoint(rule.prefilter):
             continue
+        covered = 0
         for m in rule.pattern.finditer(t):
             s, e = m.span(rule.group)
+            if s < covered:
+                continue  # inside a private key block already reported
             value = t[s:e]
             if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
                 continue
@@ -284,7 +306,8 @@ def find_secrets(text: str) -> list[SecretSpan]:
                 stop = t.find("-----", end + 8) if end != -1 else -1
                 e = stop + 5 if stop != -1 else min(len(t), e + 4096)
                 body = t[m.end() : end if end != -1 else e]
-                if sum(c.isalnum() for c in body) < 8 or _dummy(body):
+                covered = e
+                if sum(c.isalnum() for c in body[:256]) < 8 or _dummy(body):
                     continue
             spans.append(SecretSpan(s, e, rule.kind))
     if any(k in lowered for k in _KEYWORD_PREFILTER):

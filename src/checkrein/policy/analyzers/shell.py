@@ -83,75 +83,47 @@ _REDIRECT_TARGET = re.compile(r">{1,2}\s{0,4}(?:/(?:tmp|var|etc|dev|root|home|us
 _BIN_DIRS = ("/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "c:\\windows\\system32\\")
 
 
+# One token per match: a single-quoted string, a double-quoted string, an escaped character, an
+# operator, or a lone quote (unterminated). Everything else is skipped by `finditer` in C.
+_SHELL_TOKEN = re.compile(
+    r"'[^']*'|\"(?:\\.|[^\"\\])*\"|\\.|\\$|&&|\|\||[;&|\n\r`]|<\(|>\(|[<>]|\$\(|\$\{|['\"]",
+    re.DOTALL,
+)
+_IN_DOUBLE_QUOTES = re.compile(r"\\.|`|\$\(|\$\{", re.DOTALL)
+_TOKEN_KINDS = {
+    "&&": "and", "||": "or", ";": "chain", "&": "background", "|": "pipe", "\n": "newline", "\r": "newline",
+    "`": "substitution", "$(": "substitution", "<(": "substitution", ">(": "substitution", "${": "expansion",
+    "<": "redirect", ">": "redirect",
+}  # fmt: skip
+MAX_OPERATORS = 64
+
+
 def shell_operators(command: str) -> list[tuple[str, int]]:
     """Shell operators outside single quotes, in order: (kind, index). Kinds: `chain` (`;`),
     `and`, `or`, `pipe`, `background`, `redirect`, `newline`, `substitution` (`$(`, backticks,
-    `<(`), `expansion` (`${`). Linear, one pass; double quotes still allow substitution."""
+    `<(`), `expansion` (`${`). Double quotes still allow substitution. At most `MAX_OPERATORS`
+    are returned; one regex pass, so linear."""
     ops: list[tuple[str, int]] = []
-    quote = ""
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        nxt = command[i + 1] if i + 1 < n else ""
-        if quote == "'":
-            if c == "'":
-                quote = ""
-            i += 1
-            continue
-        if c == "\\" and nxt:
-            if nxt in "\n\r" and not quote:
-                ops.append(("newline", i))
-            i += 2
-            continue
-        if c == "`":
-            ops.append(("substitution", i))
-        elif c == "$" and nxt == "(":
-            ops.append(("substitution", i))
-        elif c == "$" and nxt == "{":
-            ops.append(("expansion", i))
-        elif quote == '"':
-            if c == '"':
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == ";":
-            ops.append(("chain", i))
-        elif c == "&":
-            if nxt == "&":
-                ops.append(("and", i))
-                i += 1
-            elif i > 0 and command[i - 1] in "<>":
-                pass  # `2>&1`: part of a redirection already reported
-            else:
-                ops.append(("background", i))
-        elif c == "|":
-            ops.append(("or" if nxt == "|" else "pipe", i))
-            if nxt == "|":
-                i += 1
-        elif c in "<>":
-            ops.append(("substitution" if nxt == "(" else "redirect", i))
-        elif c in "\n\r":
-            ops.append(("newline", i))
-        i += 1
+    for m in _SHELL_TOKEN.finditer(command):
+        tok = m.group(0)
+        kind = _TOKEN_KINDS.get(tok)
+        if kind is not None:
+            if kind == "background" and m.start() > 0 and command[m.start() - 1] in "<>":
+                continue  # `2>&1`: part of a redirection already reported
+            ops.append((kind, m.start()))
+        elif tok.startswith('"') and len(tok) > 1:
+            for inner in _IN_DOUBLE_QUOTES.finditer(tok):
+                if not inner.group(0).startswith("\\"):
+                    ops.append(("expansion" if inner.group(0) == "${" else "substitution", m.start() + inner.start()))
+        elif tok in ("\\\n", "\\\r"):
+            ops.append(("newline", m.start()))
+        if len(ops) >= MAX_OPERATORS:
+            break
     return ops
 
 
 def _unbalanced(command: str) -> bool:
-    quote = ""
-    i = 0
-    while i < len(command):
-        c = command[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif c == "\\" and quote == '"':
-                i += 1
-        elif c == "\\":
-            i += 1
-        elif c in "'\"":
-            quote = c
-        i += 1
-    return bool(quote)
+    return any(m.group(0) in ("'", '"') for m in _SHELL_TOKEN.finditer(command))
 
 
 _OPERATOR_MESSAGES = {
@@ -188,15 +160,21 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     if ("<!--" in form or "{" in form or "$_" in form or "(" in form) and _CODE_MARKERS.search(form) is not None:
         add("code_injection", "server-side include or PHP code", form)
     stripped = form.strip(" \t")
-    head = stripped.split(None, 1)
+    head = stripped[:256].split(None, 1)
     if kind != "command" and len(head) == 2 and _command_word(head[0]) in _LINE_COMMANDS and head[1].startswith(_ARGUMENT_START):
         add("command_line", f"the value is a {_command_word(head[0])!r} command line", form)
     if not any(c in form for c in ";&|\n\r`$"):
         return
-    if stripped and set(stripped) <= _ONLY_SEPARATORS and set(stripped) - {"\n", "\r", " ", "\t"}:
+    if len(stripped) <= 64 and set(stripped) <= _ONLY_SEPARATORS and set(stripped) - {"\n", "\r", " ", "\t"}:
         add("separator_probe", "nothing but shell separators (injection probe)", form)
+    value_end = len(form.rstrip())
     for m in _SEPARATED_WORD.finditer(form):
+        if "injection" in add.found:
+            break
         raw_word, after = m.group(1), m.group(2)
+        if raw_word.lower().startswith(_BIN_DIRS):
+            add("injection", f"separator followed by {raw_word!r}", form)
+            break
         word = _command_word(raw_word)
         if word.startswith("/") or word.startswith(("c:\\", "c:/")):
             if any(raw_word.lower().startswith(d) for d in _BIN_DIRS):
@@ -207,7 +185,7 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
         elif word in _WORD_COMMANDS or word in _SUBCOMMANDS:
             rest = after.lstrip(" \t")
             spaced = after[:1] in (" ", "\t")
-            end_of_value = m.end(1) == len(form.rstrip())
+            end_of_value = m.end(1) == value_end
             argument = spaced and (
                 rest.startswith(_ARGUMENT_START)
                 or _DRIVE_ARG.match(rest) is not None

@@ -11,6 +11,7 @@ a comment or a stacked statement, `UNION SELECT`, time probes, dangerous functio
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -84,7 +85,7 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "tautology",
         "quote breaks out into boolean logic",
         re.compile(
-            r"['\"`]\)? ?(?:or|and|xor|\|\||&&)\b ?(?:\( ?){0,3}(?:" + _OPERAND + r" ?(?:\) ?){0,3}(?:=|<>|!=|<=?|>=?|\blike\b|\bis\b|\bin ?\(|[-+*/^&|%] ?['\"])"
+            r"['\"`]\){0,3} ?(?:or|and|xor|\|\||&&)\b ?(?:\( ?){0,3}(?:" + _OPERAND + r" ?(?:\) ?){0,3}(?:=|<>|!=|<=?|>=?|\blike\b|\bis\b|\bin ?\(|[-+*/^&|%] ?['\"])"
             r"|true\b|false\b|not\b ?[\d'(]|\d+ ?(?:--|#|/\*|;|$)|(?:sleep|benchmark|pg_sleep)\(|exists ?\(|\( ?select\b)"
         ),
     ),
@@ -110,7 +111,7 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "quote closed and a SQL clause appended",
         re.compile(
             r"['\"`]\)* ?(?:(?:order|group) by \d|having \d|procedure analyse|into (?:out|dump)file\b"
-            r"|(?:create|drop|alter) (?:user|table|database|function|procedure)\b|(?:and|or) \d{1,12} ?[=<>]|(?:and|or) (?:select|sleep|benchmark|extractvalue|updatexml|convert|cast|ascii|substring|mid|char|exists|\(select)\b)"
+            r"|(?:create|drop|alter) (?:user|table|database|function|procedure)\b|insert into\b|delete from\b|(?:and|or) \d{1,12} ?[=<>]|(?:and|or) (?:select|sleep|benchmark|extractvalue|updatexml|convert|cast|ascii|substring|mid|char|exists|\(select)\b)"
         ),
     ),
     (
@@ -137,8 +138,8 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "dangerous database function or system object",
         re.compile(
             r"\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
-            r"|dbms_\w{1,30}\.|extractvalue ?\(|updatexml ?\(|@@[a-z]|current_setting ?\(|pg_(?:group|roles|database|authid)\b"
-            r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b"
+            r"|dbms_\w{1,30}\.|extractvalue ?\(|updatexml ?\(|current_setting ?\(|pg_(?:group|roles|database|authid)\b"
+            r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b|@@[a-z]"
             r"|lo_import ?\(|pg_read_file ?\(|load data (?:local )?infile\b|information_schema\.|sqlite_master\b"
             r"|pg_shadow\b|mysql\.user\b|sys\.user\$|master\.\.sys|sysobjects\b|msysobjects\b)"
         ),
@@ -190,7 +191,10 @@ def normalize_sql(text: str) -> str:
     return " ".join(lowered.split())
 
 
-def _parse(text: str) -> list[exp.Expr] | None:
+@functools.lru_cache(maxsize=512)
+def _parse(text: str) -> tuple[exp.Expr, ...] | None:
+    """Parsed statements (cached: agents repeat their queries, and parsing dominates the cost;
+    the trees are never mutated), or None when ``text`` does not parse."""
     if len(text) > MAX_PARSE_CHARS:
         return None
     try:
@@ -198,7 +202,7 @@ def _parse(text: str) -> list[exp.Expr] | None:
     except (SqlglotError, ValueError, RecursionError, KeyError, IndexError, AttributeError, TypeError):
         # sqlglot raises more than its own errors on hostile input; unparsable is the answer.
         return None
-    return [e for e in parsed if e is not None]
+    return tuple(e for e in parsed if e is not None)
 
 
 def classify_sql(text: str) -> SqlClass:
@@ -235,36 +239,36 @@ def _constant_true(node: exp.Expr) -> bool:
     return False
 
 
-def _function_names(statement: exp.Expr) -> set[str]:
-    names: set[str] = set()
-    for f in statement.find_all(exp.Func):
-        name = f.name if isinstance(f, exp.Anonymous) else f.sql_name()
-        names.add(str(name).lower())
-    return names
-
-
-def _structural(statements: Sequence[exp.Expr], add: _Add, form: str) -> None:
+@functools.lru_cache(maxsize=512)
+def _structural(text: str) -> tuple[tuple[str, str], ...]:
+    """(kind, message) for the structural signals of a statement that parses (cached by text)."""
+    statements = _parse(text) or ()
+    out: dict[str, str] = {}
     if len(statements) > 1:
-        add("stacked_statements", f"{len(statements)} statements in one argument", form)
+        out["stacked_statements"] = f"{len(statements)} statements in one argument"
     for s in statements:
-        for o in s.find_all(exp.Or):
-            if _constant_true(o.left) or _constant_true(o.right):
-                add("tautology", "OR with an always-true operand", form)
-        names = _function_names(s)
-        if names & _TIME_FUNCS:
-            add("time_probe", f"time-based probe {sorted(names & _TIME_FUNCS)[0]}()", form)
-        if names & _DANGEROUS_FUNCS:
-            add("dangerous_function", f"dangerous function {sorted(names & _DANGEROUS_FUNCS)[0]}()", form)
-        for u in s.find_all(exp.Union):
-            right = u.expression
-            if isinstance(right, exp.Select) and right.expressions and all(
-                isinstance(e, exp.Literal | exp.Null) for e in right.expressions
-            ):
-                add("union_select", "UNION SELECT of constants (column probing)", form)
-        for t in s.find_all(exp.Table):
-            qualified = ".".join(p for p in (t.catalog, t.db, t.name) if p).lower()
-            if any(c.rstrip(".") in qualified for c in _SYSTEM_CATALOGS if c != "sys."):
-                add("system_catalog", f"reads system catalog {qualified}", form)
+        # One walk over the tree collects every node kind we look at.
+        for node in s.walk():
+            if isinstance(node, exp.Or):
+                if _constant_true(node.left) or _constant_true(node.right):
+                    out.setdefault("tautology", "OR with an always-true operand")
+            elif isinstance(node, exp.Func):
+                name = str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+                if name in _TIME_FUNCS:
+                    out.setdefault("time_probe", f"time-based probe {name}()")
+                elif name in _DANGEROUS_FUNCS:
+                    out.setdefault("dangerous_function", f"dangerous function {name}()")
+            elif isinstance(node, exp.Union):
+                right = node.expression
+                if isinstance(right, exp.Select) and right.expressions and all(
+                    isinstance(e, exp.Literal | exp.Null) for e in right.expressions
+                ):
+                    out.setdefault("union_select", "UNION SELECT of constants (column probing)")
+            elif isinstance(node, exp.Table):
+                qualified = ".".join(p for p in (node.catalog, node.db, node.name) if p).lower()
+                if any(c.rstrip(".") in qualified for c in _SYSTEM_CATALOGS if c != "sys."):
+                    out.setdefault("system_catalog", f"reads system catalog {qualified}")
+    return tuple(out.items())
 
 
 class _Add:
@@ -294,8 +298,9 @@ def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
             if (statements is None or not statements) and any(c in form for c in "=(;*"):
                 # Only statement-shaped text counts: "With You" starts with a keyword but is a title.
                 add("unparsable", "query does not parse as SQL", form, "medium")
-            elif statements:
-                _structural(statements, add, form)
+            else:
+                for k, message in _structural(form):
+                    add(k, message, form)
             if re.search(r"[a-z]/\*[^*]{0,40}\*/[a-z]", form.lower()):
                 add("comment_obfuscation", "comment inside a keyword", form)
             for k, message, pattern in _FRAGMENTS:

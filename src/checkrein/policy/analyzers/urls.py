@@ -37,6 +37,7 @@ _DANGEROUS_SCHEMES = frozenset(
         "smtp", "data", "ws", "wss", "vnc", "rmi", "iiop", "nfs", "afp",
     }
 )  # fmt: skip
+_SPACE = re.compile(r"\s")
 _METADATA_LITERALS = ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254", "metadata.google.internal")
 _URL_TOKEN = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}:/{0,3}[^\s\"'<>`]+")
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]{0,30}):")
@@ -176,7 +177,7 @@ def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
         value = form.strip()
         if not value:
             continue
-        compact = not any(c.isspace() for c in value)
+        compact = _SPACE.search(value) is None
         if strict and compact:
             check_one(value, form, True, 0)
             if any(ip in value for ip in _METADATA_LITERALS):

@@ -86,12 +86,13 @@ def exfil_link_signals(text: str) -> list[Signal]:
     return out
 
 
-_ACTION_RE = re.compile(
-    r"(?:^|[\n.!?:;]\s?|\b(?:please|now|then|first|also|and|immediately|quickly|todo:?)\s)"
-    r"(send|forward|email|e-mail|mail|transfer|wire|pay|post|upload|share|delete|remove|invite|grant|"
+_ACTION_VERB_RE = re.compile(
+    r"\b(send|forward|email|e-mail|mail|transfer|wire|pay|post|upload|share|delete|remove|invite|grant|"
     r"change|reset|update|book|reserve|create|add|schedule|publish|leak|exfiltrate|copy|concatenate|"
-    r"give|provide|move|make)\b(.{0,160})",
+    r"give|provide|move|make)\b"
 )
+# An imperative starts a sentence or follows one of these words ("please send", "then forward").
+_LEAD_WORDS = ("please", "now", "then", "first", "also", "and", "immediately", "quickly", "todo", "todo:")
 _EXTERNAL_RE = re.compile(
     r"[\w.+-]+@[\w-]+\.[\w.-]+|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}\b|https?://\S+|\bwww\.\S+|"
     r"\b[\w-]+\.(?:com|net|org|io|ru|cn|xyz|info|biz|co)\b"
@@ -108,14 +109,18 @@ def action_signals(text: str) -> list[Signal]:
     """Imperatives that move data or money toward an outside address (weak alone: ordinary mail says
     "please send the invoice to billing@...", so these count only next to other signals)."""
     out: list[Signal] = []
-    for m in _ACTION_RE.finditer(text):
-        tail = m.group(2)
+    for m in _ACTION_VERB_RE.finditer(text):
+        before = text[max(0, m.start() - 14) : m.start()].rstrip()
+        if before and before[-1] not in ".!?:;\n" and not before.endswith(_LEAD_WORDS):
+            continue
+        tail = text[m.end() : m.end() + 160]
         external = _EXTERNAL_RE.search(tail) is not None
         sensitive = _SENSITIVE_RE.search(tail) is not None
+        evidence = text[m.start() : m.end() + 70].strip()
         if external and sensitive:
-            out.append(Signal("exfil_directive", 0.5, m.start(1), m.group()[:80].strip()))
+            out.append(Signal("exfil_directive", 0.5, m.start(), evidence, "exfil"))
         elif external or sensitive:
-            out.append(Signal("action_directive", 0.25, m.start(1), m.group()[:80].strip()))
+            out.append(Signal("action_directive", 0.25, m.start(), evidence, "action"))
         if len(out) >= 64:
             break
     return out

@@ -29,7 +29,7 @@ from .lexicon import (
     FOREIGN,
 )
 from .normalize import Views, normalize
-from .phrases import PHRASES
+from .phrases import NEEDLES
 
 __all__ = ["THRESHOLD", "WINDOW", "InjectionScan", "detect_injection", "scan_injection"]
 
@@ -39,7 +39,9 @@ ANALYZER = "injection"
 _MAX_EVIDENCE = 80
 _MAX_HITS_PER_PHRASE = 32
 _MAX_SIGNALS = 2000
-_TOKEN_RE = re.compile(r"[\w']+")
+_VERB_TAILS = frozenset(v[-4:] for v in EN_VERBS if len(v) >= 4)
+_TRIGGERS = EN_VERBS | EN_WEAK_VERBS | EN_NEG_FOLLOW | {"attention"}
+_TOKEN_RE = re.compile(r"\w+(?:'\w+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class InjectionScan:
 
 def _unglue(tok: str) -> str:
     """The verb at the end of a token glued to the word before it ("usaignore" -> "ignore")."""
-    if len(tok) > 7:
+    if len(tok) > 7 and tok[-4:] in _VERB_TAILS:
         for k in range(4, min(len(tok) - 2, 12) + 1):
             if tok[-k:] in EN_VERBS:
                 return tok[-k:]
@@ -67,6 +69,9 @@ def _ignore_family(folded: str) -> list[Signal]:
     """English "ignore/disregard/forget ... previous ... instructions", tolerant of one typo per word
     and of the phrase being glued to the text before it."""
     out: list[Signal] = []
+    words = set(_TOKEN_RE.findall(folded))
+    if words.isdisjoint(_TRIGGERS) and not any(_unglue(w) != w for w in words if len(w) > 7):
+        return out
     tokens = [(_unglue(m.group()), m.start()) for m in _TOKEN_RE.finditer(folded)]
     n = len(tokens)
     for i, (tok, pos) in enumerate(tokens):
@@ -151,14 +156,20 @@ def _foreign_family(text: str) -> list[Signal]:
     return out
 
 
+def _quoted(view: str, start: int, end: int) -> bool:
+    """Whether ``view[start:end]`` is a whole string literal (same quote right before and after)."""
+    return 0 < start and end < len(view) and view[start - 1] in "\"'`" and view[end] == view[start - 1]
+
+
 def _phrase_signals(views: Views) -> list[Signal]:
     out: list[Signal] = []
-    for ph in PHRASES:
+    for ph in NEEDLES.candidates(views.text, views.folded):
         view = views.folded if ph.view == "folded" else views.text
-        if not any(n in view for n in ph.needles):
-            continue
         for k, m in enumerate(ph.regex.finditer(view)):
-            out.append(Signal(ph.kind, ph.weight, m.start(), m.group()[:_MAX_EVIDENCE], ph.rule))
+            weight = ph.weight
+            if ph.kind == "role_marker" and _quoted(view, m.start(), m.end()):
+                weight /= 2  # a string literal in code ("<|endoftext|>" in a tokenizer), not a turn
+            out.append(Signal(ph.kind, weight, m.start(), m.group()[:_MAX_EVIDENCE], ph.rule))
             if k + 1 >= _MAX_HITS_PER_PHRASE:
                 break
     return out

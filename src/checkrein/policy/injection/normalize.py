@@ -30,8 +30,9 @@ _FLAG_BASE = "\U0001f3f4"  # black flag: tag sequences after it are subdivision 
 
 _ESCAPE_RE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\x([0-9a-fA-F]{2})|\\([nrt])")
 _CONTROL_ESCAPES = {"n": "\n", "r": "\n", "t": " "}
-_SPACES_RE = re.compile(r"[^\S\n]+")
-_NEWLINES_RE = re.compile(r" ?\n[\s]*")
+# Only runs that need a change match (a lone space is left alone), so ordinary text costs no substitutions.
+_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
+_NEWLINES_RE = re.compile(r" ?\n\s+| \n")
 
 # Latin look-alikes (Cyrillic, Greek, IPA) and leetspeak, applied only to the `folded` view that
 # English phrases are matched against; other languages are matched on `text`, which keeps its script.
@@ -103,14 +104,17 @@ def normalize(raw: str) -> Views:
         s = _decode_escapes(s)
     if "&" in s:
         s = html.unescape(s)
-    invisible = len(_INVISIBLE_RE.findall(s))
-    in_words = len(_ZW_INSIDE_WORD_RE.findall(s)) if invisible else 0
-    bidi = len(_BIDI_RE.findall(s))
-    tags = _tag_text(s) if "\U000e0000" <= max(s, default=" ") else ""
-    if invisible or bidi:
-        s = s.translate(_DELETE)
-    if tags or "\U000e0000" <= max(s, default=" "):
-        s = _TAG_RUN_RE.sub("", s)
+    invisible = in_words = bidi = 0
+    tags = ""
+    if not s.isascii():  # ASCII text has no invisible, bidi or tag characters: skip those passes
+        invisible = len(_INVISIBLE_RE.findall(s))
+        in_words = len(_ZW_INSIDE_WORD_RE.findall(s)) if invisible else 0
+        bidi = len(_BIDI_RE.findall(s))
+        if _TAG_RUN_RE.search(s):
+            tags = _tag_text(s)
+            s = _TAG_RUN_RE.sub("", s)
+        if invisible or bidi:
+            s = s.translate(_DELETE)
     s = unicodedata.normalize("NFKC", s).casefold()
     s = _SPACES_RE.sub(" ", s)
     s = _NEWLINES_RE.sub("\n", s)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PHRASES", "Phrase"]
+__all__ = ["PHRASES", "Phrase", "NeedleIndex"]
 
 View = Literal["text", "folded"]
 
@@ -37,6 +37,8 @@ _AI = (
     r"chatbot|chat bot|gpt|chatgpt|gpt-?\d[\w.-]*|claude|gemini|llama|copilot|mistral|bot|agent|model|"
     r"autonomous agent|email assistant|virtual assistant)"
 )
+# Where a sentence can start: text start, after sentence punctuation, or after quote/markup openers.
+_START = r"(?:^|[.!?\n:;\"'`>*(\[{|\-]\s*)"
 _RESPONSE = r"(?:response|answer|reply|output|responses|answers|replies|message|summary)"
 _RESPONSE_VERBS = (
     r"(?:add|include|integrate|insert|incorporate|mention|append|prepend|embed|use|replace|convert|substitute|"
@@ -384,10 +386,134 @@ PHRASES: tuple[Phrase, ...] = (
     _p(
         "directive_to_model",
         0.7,
-        ("ai", "assistant", "llm", "language model", "chatbot", "gpt", "claude"),
-        r"(?:^|[.!?\n:;]\s*)(?:ai|assistant|ai\sassistant|llm|language\smodel|chatbot|chatgpt|gpt|claude|gemini)s?,\s"
+        (
+            "ai,",
+            "ais,",
+            "assistant,",
+            "assistants,",
+            "llm,",
+            "llms,",
+            "model,",
+            "chatbot,",
+            "gpt,",
+            "claude,",
+            "gemini,",
+        ),
+        rf"{_START}(?:ai|assistant|ai\sassistant|llm|language\smodel|chatbot|chatgpt|gpt|claude|gemini)s?,\s"
         r"(?:you\s)?(?:must|should|need\sto|have\sto|are\s(?:required|instructed|ordered|requested)\sto|will|shall|"
         r"please)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        (
+            "nuevas instrucciones",
+            "nouvelles instructions",
+            "nouvelles consignes",
+            "neue anweisung",
+            "nuove istruzioni",
+            "novas instruções",
+            "novas instrucoes",
+            "новые инструкции",
+            "новая инструкция",
+            "新的指令",
+            "新指令",
+            "新的指示",
+            "新しい指示",
+            "새로운 지시",
+            "새 지시",
+        ),
+        r"nuevas\sinstrucciones|nouvelles\s(?:instructions|consignes)|neue\sanweisung|nuove\sistruzioni|"
+        r"novas\sinstru(?:ções|coes)|новые\sинструкции|новая\sинструкция|新的?指[令示]|新しい指示|새로운?\s?지시",
+        "text",
+    ),
+    _p(
+        "directive_to_model",
+        0.9,
+        (
+            "antes de",
+            "avant de",
+            "bevor du",
+            "bevor sie",
+            "prima di",
+            "перед тем как",
+            "在你",
+            "在您",
+            "前に",
+        ),
+        r"(?:antes\sde\s(?:resolver|completar|hacer|realizar|continuar\scon)\sla\starea|avant\sde\s(?:résoudre|"
+        r"resoudre|accomplir|faire|terminer)\sla\stâche|bevor\s(?:du|sie)\sdie\saufgabe|prima\sdi\s(?:risolvere|"
+        r"completare|svolgere)\sil\scompito|перед\sтем\sкак\s(?:решить|выполнить)\sзадач|在(?:你|您)(?:完成|解决|"
+        r"执行)(?:这个|该|我给你的)?任务之前|タスクを(?:解決|完了|実行)する前に)",
+        "text",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        (
+            "before summari",
+            "before answering",
+            "before responding",
+            "before replying",
+            "before continuing",
+            "before proceeding",
+            "before doing anything",
+            "before anything else",
+            "before you do anything",
+        ),
+        r"before\s(?:summari[sz]ing|answering|responding|replying|continuing|proceeding|doing\sanything(?:\selse)?|"
+        r"anything\selse|you\sdo\sanything(?:\selse)?)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.7,
+        (
+            "when you read",
+            "when you see",
+            "when you process",
+            "when you summari",
+            "when you encounter",
+            "whoever reads",
+            "whoever is reading",
+            "once you read",
+            "as soon as you read",
+            "upon reading",
+        ),
+        r"(?:when|once|as\ssoon\sas)\syou\s(?:read|see|process|summari[sz]e|encounter|parse)\sthis|"
+        r"whoever\s(?:reads|is\sreading)\sthis|upon\sreading\sthis",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        ("stop what you", "stop everything", "stop all", "halt", "abort"),
+        r"(?:stop|halt|abort|cease)\s(?:what(?:ever)?\syou(?:'re|\sare)\sdoing|everything\syou(?:'re|\sare)\sdoing|"
+        r"all\s(?:current|previous|other)\s(?:tasks?|actions?|activities|work))",
+    ),
+    _p(
+        "directive_to_model",
+        0.7,
+        (
+            "changed their mind",
+            "changed his mind",
+            "changed her mind",
+            "user now wants",
+            "user actually wants",
+            "user really wants",
+            "this is the user",
+            "message from the user",
+            "i am the user",
+            "as the user",
+        ),
+        r"(?:the\suser\s(?:has\s)?changed\s(?:their|his|her)\smind|(?:the\s)?user\s(?:now|actually|really)\s"
+        r"(?:wants|needs|asks)|this\sis\s(?:the|your)\suser(?:\sspeaking)?\b|message\sfrom\sthe\suser\s*:|"
+        r"i\sam\s(?:the|your)\suser\b|as\sthe\suser,?\si\s(?:want|instruct|authori[sz]e|need|order))",
+    ),
+    _p(
+        "role_marker",
+        0.8,
+        ("override", "admin mode", "maintenance mode", "debug mode", "god mode"),
+        r"(?:system|admin|administrator|security|developer|emergency|priority|root)\s(?:override|mode\sactivated|"
+        r"access\sgranted)|(?:admin|maintenance|debug)\smode\s(?:on|enabled|activated|engaged)",
     ),
     # --- tool-use directives
     _p(
@@ -420,7 +546,7 @@ PHRASES: tuple[Phrase, ...] = (
             "your message",
             "your summary",
         ),
-        rf"(?:^|[.!?\n:;\"']\s*)(?:please\s|also\s|additionally,?\s|and\s|now\s)?"
+        rf"{_START}(?:please\s|also\s|additionally,?\s|and\s|now\s)?"
         rf"(?:{_SHAPING_VERBS}\s(?:all\s|each\s|every\s)?your\s(?:\w+\s)?{_RESPONSE}\b|"
         rf"(?:provide|give|write|compose|deliver)\s(?:all\s)?your\s(?:\w+\s)?{_RESPONSE}\s(?:using|without)\b|"
         rf"{_RESPONSE_VERBS}\b(?!\s(?:your|us|me)\b)"
@@ -430,7 +556,7 @@ PHRASES: tuple[Phrase, ...] = (
         "response_directive",
         1.0,
         ("your response", "your answer", "your reply", "your output"),
-        rf"(?:^|[.!?\n:;]\s*)(?:in|within|throughout|for|at the (?:end|start|beginning) of)\syour\s"
+        rf"{_START}(?:in|within|throughout|for|at the (?:end|start|beginning) of)\syour\s"
         rf"(?:next\s|final\s)?{_RESPONSE},",
     ),
     _p(
@@ -483,3 +609,28 @@ PHRASES: tuple[Phrase, ...] = (
         r"\b(?:very\simportant|extremely\simportant|urgent(?:ly)?|immediately|right\snow|asap|top\spriority)\b",
     ),
 )
+
+
+class NeedleIndex:
+    """Which phrases can match a text: each distinct needle is looked up once per view (a C-level
+    substring search), and only phrases with a needle present run their regex."""
+
+    def __init__(self, phrases: tuple[Phrase, ...]) -> None:
+        self.phrases = phrases
+        self._needles = {
+            view: tuple(sorted({n for p in phrases if p.view == view for n in p.needles}))
+            for view in ("text", "folded")
+        }
+
+    def candidates(self, text: str, folded: str) -> list[Phrase]:
+        """The phrases whose needles occur in their view."""
+        in_text = {n for n in self._needles["text"] if n in text}
+        in_folded = {n for n in self._needles["folded"] if n in folded}
+        return [
+            p
+            for p in self.phrases
+            if not (in_folded if p.view == "folded" else in_text).isdisjoint(p.needles)
+        ]
+
+
+NEEDLES = NeedleIndex(PHRASES)

@@ -1,0 +1,291 @@
+"""Audit trail throughput: events/s into JSONL + SQLite, batch and durable, against baselines.
+
+    .venv/bin/python benchmarks/audit.py [--events 50000] [--durable-events 4000] [--rounds 3]
+
+Measured in one run, each best of ``--rounds`` (this is a shared 2-core machine; the best round is
+the least disturbed one):
+
+* baseline JSONL: ``json.dumps`` of a pre-built event of the same shape + ``write``, one fsync per
+  4096 events (no redaction, no hashing, no index);
+* baseline SQLite: ``executemany`` of pre-built rows into the same indexed table, one transaction;
+* trail batch (with / without the SQLite index): ``record_call`` for every record from one task,
+  timed until ``aclose`` returns (everything redacted, hashed, chained, written, fsynced, indexed);
+* writer as an anyio task (build + chain on the event loop, write/fsync/index hop to a worker
+  thread per batch) against the product's writer thread, same records;
+* trail durable: ``--concurrency`` tasks each awaiting ``record_call`` (one fsync per batch);
+* added p50 of a gateway call with auditing on vs off, when ``checkrein.gate`` can build a gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from checkrein.audit import CallRecord, open_audit_trail
+from checkrein.audit.sqlite_index import _INSERT, _SCHEMA
+from checkrein.audit.trail import prepare_trail
+from checkrein.config import AuditSettings
+
+SECRET_EVERY = 20  # one record in 20 carries a credential, so redaction work is realistic
+
+
+def make_records(n: int) -> list[CallRecord]:
+    out = []
+    for i in range(n):
+        args: dict[str, Any] = {"path": f"/srv/data/project/file-{i}.txt", "mode": "read", "limit": 4096}
+        text = f"line one of file {i}\nline two with some more words to make a realistic result\n" * 2
+        if i % SECRET_EVERY == 0:
+            args["env"] = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "password": "hunter2hunter2"}
+        out.append(CallRecord(
+            kind="tool", trace_id=f"{i:032x}", span_id=f"{i:016x}", parent_span_id=None, session_id=f"s{i % 8}",
+            identity={"user": "alice", "roles": ["dev"], "source": "stdio", "client": "claude-code"},
+            model="model-x", server="files", tool="read_file", exposed_name="files__read_file",
+            tool_digest="sha256:" + "ab" * 32, arguments=args,
+            decision={"effect": "allow", "rule_id": "default-allow", "reasons": [], "risk": "low", "approval": None},
+            outcome="ok", error_code=None, duration_ms=1.25,
+            result={"content": [{"type": "text", "text": text}], "isError": False},
+        ))
+    return out
+
+
+def best(rates: list[float]) -> float:
+    return max(rates)
+
+
+def baseline_jsonl(directory: Path, sample: dict[str, Any], n: int) -> float:
+    path = directory / "plain.jsonl"
+    events = []
+    for i in range(n):
+        e = dict(sample)
+        e["seq"] = i
+        events.append(e)
+    t0 = time.perf_counter()
+    with path.open("wb") as f:
+        for i, e in enumerate(events):
+            f.write(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+            if i % 4096 == 4095:
+                f.flush()
+                os.fsync(f.fileno())
+        f.flush()
+        os.fsync(f.fileno())
+    dt = time.perf_counter() - t0
+    path.unlink()
+    return n / dt
+
+
+def baseline_sqlite(directory: Path, line: str, n: int) -> float:
+    path = directory / "raw.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(_SCHEMA)
+    rows = [(i, "call", "2026-11-30T00:00:00.000000Z", f"s{i % 8}", f"{i:032x}", "read_file", "files__read_file",
+             "ok", "default-allow", 1.25, "ab" * 32, line) for i in range(n)]
+    t0 = time.perf_counter()
+    db.execute("BEGIN")
+    db.executemany(_INSERT, rows)
+    db.execute("COMMIT")
+    dt = time.perf_counter() - t0
+    db.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return n / dt
+
+
+async def trail_batch(directory: Path, records: list[CallRecord], *, sqlite: bool) -> tuple[float, float]:
+    """(events/s until closed, p50 µs of record_call on the call path)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    trail = open_audit_trail(AuditSettings(dir=str(directory), sqlite=sqlite, max_queue=len(records) + 10), directory.parent)
+    lat: list[int] = []
+    perf = time.perf_counter_ns
+    t0 = time.perf_counter()
+    for r in records:
+        a = perf()
+        await trail.record_call(r)
+        lat.append(perf() - a)
+    await trail.aclose()
+    dt = time.perf_counter() - t0
+    return len(records) / dt, statistics.median(lat) / 1000
+
+
+async def task_writer(directory: Path, records: list[CallRecord]) -> float:
+    """The alternative design: one anyio task drains the queue, builds and chains on the loop,
+    and hops to a worker thread to write, fsync and index each batch."""
+    shutil.rmtree(directory, ignore_errors=True)
+    trail, writer = prepare_trail(AuditSettings(dir=str(directory), max_queue=len(records) + 10), directory.parent)
+    done = anyio.Event()
+    produced = anyio.Event()
+
+    async def drive() -> None:
+        while True:
+            items = writer._drain(4096)
+            if not items:
+                if produced.is_set():
+                    break
+                await anyio.sleep(0)
+                continue
+            for payload, now, _, degraded in items:
+                writer._seal(writer._build(payload, now, degraded))
+            await anyio.to_thread.run_sync(writer._flush)
+            await anyio.to_thread.run_sync(writer._index_rows)
+        writer._seal(writer._chain.checkpoint("shutdown", time.time()))
+        await anyio.to_thread.run_sync(writer._flush)
+        await anyio.to_thread.run_sync(writer._index_rows)
+        done.set()
+
+    if writer._index is not None:
+        writer._index.start()
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive)
+        for i, r in enumerate(records):
+            trail._enqueue((r, time.time(), None, ()))
+            if i % 256 == 0:
+                await anyio.sleep(0)  # let the writer task run, as a gateway's awaits would
+        produced.set()
+        await done.wait()
+    writer._close_files()
+    return len(records) / (time.perf_counter() - t0)
+
+
+async def trail_durable(directory: Path, records: list[CallRecord], concurrency: int) -> tuple[float, float, float]:
+    """(events/s, p50 ms, p99 ms of record_call) with ``concurrency`` callers in flight."""
+    shutil.rmtree(directory, ignore_errors=True)
+    trail = open_audit_trail(AuditSettings(dir=str(directory), durability="durable"), directory.parent)
+    lat: list[float] = []
+    it = iter(records)
+
+    async def caller() -> None:
+        for r in it:
+            a = time.perf_counter()
+            await trail.record_call(r)
+            lat.append(time.perf_counter() - a)
+
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(caller)
+    dt = time.perf_counter() - t0
+    await trail.aclose()
+    lat.sort()
+    return len(records) / dt, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000
+
+
+async def gateway_overhead(directory: Path, calls: int) -> str:
+    """Added p50 of `Gate.call_tool` with the trail on vs the gate's no-op trail."""
+    try:
+        from checkrein.config import config_from_mapping
+        from checkrein.gate.factory import build_gate
+        from checkrein.policy import Identity, ToolCall
+        from checkrein.testing.memory_upstream import MemoryUpstream
+    except ImportError as exc:
+        return f"skipped: checkrein.gate cannot be imported ({exc})"
+
+    async def p50(mode: str) -> float:
+        audit_on = mode != "off"
+        work = directory / mode
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        durability = "durable" if mode == "durable" else "batch"
+        config = config_from_mapping({"audit": {"dir": "audit", "durability": durability}, "policy": {"allow": ["files__read"]}},
+                                     source=str(work / "checkrein.toml"))
+        up = MemoryUpstream("files")
+        up.add_tool("read", lambda args: f"contents of {args.get('path')}", annotations={"readOnlyHint": True})
+        trail = open_audit_trail(config.audit, work) if audit_on else None
+        lat: list[float] = []
+        async with build_gate(config, upstreams=[up], audit=trail) as gate:
+            sep = config.gateway.separator
+            for i in range(calls):
+                call = ToolCall(identity=Identity("bench"), session_id="s", trace_id=f"t{i}", span_id=f"p{i}",
+                                exposed_name=f"files{sep}read", arguments={"path": f"/tmp/{i}"}, server="files", tool="read")
+                a = time.perf_counter()
+                result = await gate.call_tool(call)
+                lat.append(time.perf_counter() - a)
+                if result.is_error:
+                    raise RuntimeError(f"the benchmark call was refused: {result.content}")
+        if trail is not None:
+            await trail.aclose()
+        return statistics.median(lat) * 1e6
+
+    try:
+        runs: dict[str, list[float]] = {"off": [], "batch": [], "durable": []}
+        for _ in range(3):
+            for mode in runs:
+                runs[mode].append(await p50(mode))
+    except Exception as exc:
+        return f"skipped: could not build a gate ({type(exc).__name__}: {str(exc)[:120]})"
+    off, on, durable = (min(v) for v in runs.values())
+    return (f"gate.call_tool p50: audit off {off:.0f} µs, batch {on:.0f} µs (added {on - off:.0f} µs), "
+            f"durable {durable:.0f} µs (added {durable - off:.0f} µs); {calls} sequential calls, best of 3")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=50_000)
+    ap.add_argument("--durable-events", type=int, default=4_000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gate-calls", type=int, default=2_000)
+    ap.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    opts = ap.parse_args()
+
+    records = make_records(opts.events)
+    tmp = Path(tempfile.mkdtemp(prefix="checkrein-bench-audit-"))
+    results: dict[str, Any] = {"events": opts.events, "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    try:
+        # One real stored line gives the baselines the same shape and size as the product's.
+        anyio.run(lambda: trail_batch(tmp / "probe", records[1:2], sqlite=False))
+        line = next(x for x in (tmp / "probe" / "segment-000001.jsonl").read_text().splitlines() if '"type":"call"' in x)
+        sample = json.loads(line)
+        results["event_bytes"] = len(line) + 1
+
+        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite", "task")}
+        call_path: list[float] = []
+        for _ in range(opts.rounds):
+            rows["jsonl"].append(baseline_jsonl(tmp, sample, opts.events))
+            rows["sqlite"].append(baseline_sqlite(tmp, line, opts.events))
+            rate, p50 = anyio.run(lambda: trail_batch(tmp / "batch", records, sqlite=True))
+            rows["batch"].append(rate)
+            call_path.append(p50)
+            rows["batch_nosqlite"].append(anyio.run(lambda: trail_batch(tmp / "nosql", records, sqlite=False))[0])
+            rows["task"].append(anyio.run(task_writer, tmp / "task", records))
+        durable = anyio.run(trail_durable, tmp / "durable", records[: opts.durable_events], opts.concurrency)
+        gate = anyio.run(gateway_overhead, tmp / "gate", opts.gate_calls)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def show(name: str, value: float, note: str = "") -> None:
+        print(f"  {name:<46} {value:>10,.0f} events/s {note}")
+
+    print(f"audit benchmark: {opts.events} call events of {results['event_bytes']} bytes, best of {opts.rounds}, "
+          f"{results['cpus']} CPUs, Python {results['python']}")
+    show("baseline: plain JSONL append (dumps+write)", best(rows["jsonl"]))
+    show("baseline: raw SQLite executemany (indexed)", best(rows["sqlite"]))
+    show("trail batch: JSONL + SQLite (writer thread)", best(rows["batch"]))
+    show("trail batch: JSONL only", best(rows["batch_nosqlite"]))
+    show("writer as anyio task (+to_thread per batch)", best(rows["task"]))
+    print(f"  record_call on the call path, batch mode: p50 {min(call_path):.1f} µs")
+    print(f"  trail durable ({opts.concurrency} callers): {durable[0]:,.0f} events/s, "
+          f"record_call p50 {durable[1]:.2f} ms, p99 {durable[2]:.2f} ms")
+    print(f"  {gate}")
+    results.update({k: best(v) for k, v in rows.items()})
+    results.update({"call_path_p50_us": min(call_path), "durable_eps": durable[0], "durable_p50_ms": durable[1],
+                    "durable_p99_ms": durable[2], "gate": gate})
+    if opts.json:
+        opts.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

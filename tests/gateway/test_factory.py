@@ -1,0 +1,39 @@
+"""build_gate wiring: defaults, `python` resolution, lifecycle through `async with`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from gateway_support import CapturingTrail, make_config
+
+from checkrein.config import ServerConfig
+from checkrein.gate.factory import NullAuditTrail, build_gate, resolve_python
+from checkrein.testing.memory_upstream import MemoryUpstream
+
+pytestmark = pytest.mark.anyio
+
+
+def test_bare_python_means_this_interpreter() -> None:
+    assert resolve_python(ServerConfig(name="a", command="python")).command == sys.executable
+    assert resolve_python(ServerConfig(name="a", command="python3")).command == sys.executable
+    assert resolve_python(ServerConfig(name="a", command="/usr/bin/python3.12")).command == "/usr/bin/python3.12"
+
+
+async def test_default_audit_is_the_null_trail_and_async_with_closes_everything(tmp_path: Path) -> None:
+    up = MemoryUpstream("a")
+    gate = build_gate(make_config(tmp_path), upstreams=[up])
+    assert isinstance(gate.audit, NullAuditTrail)
+    async with gate:
+        assert up.info.state == "ready"
+    assert up.info.state == "closed"
+
+
+async def test_lifecycle_events_reach_the_audit_trail(tmp_path: Path) -> None:
+    trail = CapturingTrail()
+    async with build_gate(make_config(tmp_path), upstreams=[MemoryUpstream("a")], audit=trail):
+        pass
+    events = [r.event for r in trail.lifecycle]
+    assert events[0] == "gateway.start" and events[-1] == "gateway.stop" and trail.closed
+    assert trail.lifecycle[0].fields["lock_written"] is True

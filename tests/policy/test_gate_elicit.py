@@ -1,0 +1,97 @@
+"""Approval by MCP elicitation: a real in-memory MCP server asks a real MCP client."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.server.lowlevel import Server
+
+from checkrein.gate.approval import ElicitApprover, SessionElicitor
+from checkrein.gate.seams import ApprovalRequest
+from checkrein.policy import Decision, Identity, ToolCall
+
+pytestmark = pytest.mark.anyio
+
+REQ = ApprovalRequest(
+    ToolCall(Identity("alice"), "session-1", "t", "sp", "fs__rm", {"path": "x"}),
+    Decision("ask", "risk:high", risk="high"),
+    "sha256:args",
+    "sha256:policy",
+    "alice wants to call fs__rm",
+)
+
+
+def _server(elicitor: SessionElicitor, register: bool = True) -> Server[Any]:
+    """A server whose one tool runs the elicit approver for REQ and returns granted/refused + reason."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="approve", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        if register:
+            elicitor.register("session-1", ctx.session, ctx.request_id)
+        try:
+            result = await ElicitApprover(elicitor).approve(REQ)
+        finally:
+            elicitor.unregister("session-1")
+        text = f"{'granted' if result.granted else 'refused'}: {result.reason}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    return Server("elicit-test", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _answer(action: Literal["accept", "decline", "cancel"], content: dict[str, Any] | None) -> Any:
+    seen: list[str] = []
+
+    async def callback(context: Any, params: Any) -> types.ElicitResult:
+        seen.append(params.message)
+        return types.ElicitResult(action=action, content=content)
+
+    callback.seen = seen  # type: ignore[attr-defined]
+    return callback
+
+
+async def _run(server: Server[Any], mode: Literal["auto", "legacy"], callback: Any = None) -> str:
+    kwargs: dict[str, Any] = {"mode": mode}
+    if callback is not None:
+        kwargs["elicitation_callback"] = callback
+    with anyio.fail_after(20):
+        async with Client(server, **kwargs) as client:
+            result = await client.call_tool("approve", {})
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize(
+    ("action", "content", "expected"),
+    [
+        ("accept", {"approve": True}, "granted: approved by the client"),
+        ("accept", {"approve": False}, "refused: the client answered decline"),
+        ("accept", None, "refused: the client answered decline"),
+        ("decline", None, "refused: the client answered decline"),
+        ("cancel", None, "refused: the client answered cancel"),
+    ],
+)
+async def test_the_client_answers_the_approval_form(action: Any, content: Any, expected: str) -> None:
+    callback = _answer(action, content)
+    assert await _run(_server(SessionElicitor()), "legacy", callback) == expected
+    assert callback.seen and "alice wants to call fs__rm" in callback.seen[0]
+
+
+async def test_a_client_without_elicitation_is_refused() -> None:
+    assert await _run(_server(SessionElicitor()), "legacy") == "refused: the client does not support elicitation"
+
+
+async def test_the_2026_era_has_no_back_channel_and_is_refused() -> None:
+    text = await _run(_server(SessionElicitor()), "auto", _answer("accept", {"approve": True}))
+    assert text == "refused: the client does not support elicitation"
+
+
+async def test_an_unregistered_session_is_refused() -> None:
+    text = await _run(_server(SessionElicitor(), register=False), "legacy", _answer("accept", {"approve": True}))
+    assert text == "refused: the client does not support elicitation"
