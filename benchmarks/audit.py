@@ -157,6 +157,8 @@ async def task_writer(directory: Path, records: list[CallRecord]) -> float:
         produced.set()
         await done.wait()
     writer._close_files()
+    if writer._lock_fd is not None:
+        os.close(writer._lock_fd)
     return len(records) / (time.perf_counter() - t0)
 
 

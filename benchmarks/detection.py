@@ -182,6 +182,27 @@ def benign(corpora: Path) -> tuple[list[list[str]], Counter[str], Counter[str], 
     return table + [["argument kinds inferred", kinds_used_row, "", ""]], typed_kinds, untyped_kinds, typed_examples, untyped_examples
 
 
+def benign_texts(corpora: Path) -> tuple[list[str], Counter[str]]:
+    """Long benign prose (the clean e-mails and tables of `injection/`) as untyped argument values."""
+    texts: list[str] = []
+    for fname in ("benign_emails.jsonl", "bipia_train.jsonl"):
+        path = corpora / "injection" / fname
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                if row["label"] == 0:
+                    texts.append(row["text"])
+    kinds: Counter[str] = Counter()
+    flagged = 0
+    for text in texts:
+        findings = _scan(text, None)
+        if findings:
+            flagged += 1
+            kinds.update(f"{f.analyzer}/{f.kind}" for f in findings)
+    n = max(1, len(texts))
+    return ["clean e-mails and tables of injection/ (long prose), untyped", str(len(texts)), str(flagged), _pct(flagged / n)], kinds
+
+
 def secrets(corpora: Path) -> tuple[list[list[str]], list[str], list[str]]:
     rows = [json.loads(line) for line in (corpora / "secrets" / "labelled.jsonl").read_text(encoding="utf-8").splitlines()]
     out: list[list[str]] = []
@@ -229,7 +250,7 @@ def injection(corpora: Path) -> tuple[list[list[str]], str] | None:
             groups[src].append((row["label"], flagged))
             if row["label"]:
                 category = row["id"].split("/")[4].rsplit("-", 1)[0]
-                groups[f"  category {category}"].append((1, flagged))
+                groups[f"  category {category} (e-mail + table)"].append((1, flagged))
     for name, items in groups.items():
         pos = [f for label, f in items if label]
         neg = [f for label, f in items if not label]
@@ -260,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     attack_rows, weak_rows, details = attacks(corpora)
     benign_table, typed_kinds, untyped_kinds, typed_examples, untyped_examples = benign(corpora)
+    prose_row, prose_kinds = benign_texts(corpora)
+    benign_table.insert(2, prose_row)
     secret_rows, secret_fns, secret_fps = secrets(corpora)
     inj = injection(corpora)
     elapsed = time.perf_counter() - started
@@ -289,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         + markdown_table(["mode", "rows", "flagged", "false-positive rate"], benign_table)
         + "\n\nFindings behind the typed false positives: "
         + ", ".join(f"`{k}` {v}" for k, v in typed_kinds.most_common() if v)
+        + ".\n\nFindings behind the long-prose false positives: "
+        + (", ".join(f"`{k}` {v}" for k, v in prose_kinds.most_common()) or "none")
         + ".\n\nFindings behind the untyped false positives: "
         + (", ".join(f"`{k}` {v}" for k, v in untyped_kinds.most_common() if v) or "none")
         + "."

@@ -52,6 +52,15 @@ def test_verify_tampered_log_exits_1_naming_the_seq(log_dir: Path, tmp_path: Pat
     assert res.exit_code == 1 and "INVALID: seq 7" in res.output
 
 
+def test_verify_anchor_option_checks_a_recorded_head(log_dir: Path) -> None:
+    last = json.loads((log_dir / "segment-000001.jsonl").read_bytes().splitlines()[-1])
+    ok = runner.invoke(app, ["audit", "verify", str(log_dir), "--anchor", f"{last['seq']}:{last['hash']}"])
+    assert ok.exit_code == 0
+    past = runner.invoke(app, ["audit", "verify", str(log_dir), "--anchor", f"{last['seq'] + 5}:{last['hash']}"])
+    assert past.exit_code == 1 and "past the end" in past.output
+    assert runner.invoke(app, ["audit", "verify", str(log_dir), "--anchor", "x:y"]).exit_code == 2
+
+
 def test_verify_missing_dir_exits_2(tmp_path: Path) -> None:
     res = runner.invoke(app, ["audit", "verify", str(tmp_path / "missing")])
     assert res.exit_code == 2
@@ -147,3 +156,19 @@ def test_reindex_rebuilds_an_index_that_verifies(log_dir: Path, tmp_path: Path) 
     res = runner.invoke(app, ["audit", "reindex", str(work)])
     assert res.exit_code == 0, res.output
     assert runner.invoke(app, ["audit", "verify", str(work)]).exit_code == 0
+
+
+def test_resource_reads_and_prompt_gets_are_call_events_with_their_kind(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    write_log(d, [make_record(1, kind="resource", exposed_name="fs__file:///a.txt", tool="file:///a.txt"),
+                  make_record(2, kind="prompt", exposed_name="docs__summarize", tool="summarize")])
+    res = runner.invoke(app, ["audit", "query", str(d), "--tool", "docs__*", "--json"])
+    assert [json.loads(x)["kind"] for x in res.output.splitlines()] == ["prompt"]
+    s = json.loads(runner.invoke(app, ["audit", "stats", str(d), "--json"]).output)
+    assert s["calls_by_kind"] == {"resource": 1, "prompt": 1}
+
+
+def test_query_limit_returns_the_last_matches_in_order(log_dir: Path) -> None:
+    res = runner.invoke(app, ["audit", "query", str(log_dir), "--outcome", "ok", "--limit", "3", "--json"])
+    traces = [json.loads(x)["trace_id"] for x in res.output.splitlines()]
+    assert traces == ["trace-17", "trace-18", "trace-19"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from checkrein.audit import open_audit_trail
+from checkrein.audit import audit_stats, open_audit_trail
 from checkrein.audit.trail import AuditTrailImpl
 from checkrein.audit.verify import verify_log
 from checkrein.errors import AuditUnavailable
@@ -82,6 +82,8 @@ async def test_write_failure_denies_calls_until_the_disk_recovers(tmp_path: Path
     assert len(resumed) == 1 and resumed[0]["fields"]["rejected_unwritable"] == 1
     report = verify_log(d)
     assert report.exit_code == 0, report.problem
+    stats = audit_stats(d)
+    assert stats["trail"]["outages"] == 1 and stats["trail"]["rejected_unwritable"] == 1
 
 
 @pytest.mark.anyio

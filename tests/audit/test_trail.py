@@ -181,3 +181,40 @@ def test_counters_name_every_degradation(tmp_path: Path) -> None:
                  "rejected_unwritable", "failed_open", "write_errors", "sqlite_errors", "recoveries"):
         assert name in c
     assert c["events_queued"] == 3 and c["dropped"] == 0
+
+
+@pytest.mark.anyio
+async def test_a_second_writer_on_the_same_log_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    from checkrein.errors import AuditError
+
+    d = tmp_path / "audit"
+    first = open_audit_trail(settings(d), tmp_path)
+    with pytest.raises(AuditError, match="another checkrein writer"):
+        open_audit_trail(settings(d), tmp_path)
+    await first.aclose()
+    second = open_audit_trail(settings(d), tmp_path)
+    await second.aclose()
+    assert verify_log(d).exit_code == 0
+
+
+def test_hostile_record_values_still_give_a_valid_event(tmp_path: Path) -> None:
+    class Weird:
+        def __repr__(self) -> str:
+            return "Weird(password=hunter2hunter2)"
+
+    d = tmp_path / "audit"
+    rec = make_record(
+        1,
+        arguments={"b": b"\x00\xff", "s": {1, 2}, "n": float("nan"), "o": Weird(), 3: "int key"},
+        result={"x": float("inf")},
+        identity={"user": None, "roles": "admin", "source": 5},
+        decision={"effect": "allow", "reasons": ["x" * 5000, 7], "approval": "yes"},
+        duration_ms=float("nan"),
+        result_flags=("injection", 42),  # type: ignore[arg-type]
+    )
+    write_log(d, [rec])
+    call = next(json.loads(x) for x in read_lines(d) if b'"type":"call"' in x)
+    assert check_event(call) is None
+    assert "audit.args_not_canonical" in call["degraded"] and "audit.result_not_canonical" in call["degraded"]
+    assert b"hunter2hunter2" not in b"".join(read_lines(d))
+    assert verify_log(d).exit_code == 0

@@ -298,3 +298,23 @@ def test_live_mode_accepts_an_open_tail_but_not_a_gap(signed_log: tuple[Path, Pa
     assert verify_log(work).exit_code == 1
     _write(work, lines[:10] + lines[11:])
     assert verify_log(work, live=True).exit_code == 1
+
+
+def test_cutting_back_to_an_earlier_clean_shutdown_is_caught_by_an_anchor(tmp_path: Path) -> None:
+    """A log cut right after an earlier run's shutdown checkpoint is self-consistent; an anchor
+    (seq and hash recorded outside the log) proves the cut."""
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(5)], sqlite=False)
+    first_run = _lines(d)
+    write_log(d, [make_record(i) for i in range(5, 12)], sqlite=False)
+    full = _lines(d)
+    last = json.loads(full[-1])
+    anchor = ((last["seq"], last["hash"]),)
+    assert verify_log(d, anchors=anchor).exit_code == 0
+    _write(d, first_run)
+    assert verify_log(d).exit_code == 0  # nothing in the log itself can tell
+    report = verify_log(d, anchors=anchor)
+    assert report.exit_code == 1 and report.problem is not None and "past the end" in report.problem.reason
+    _write(d, full)
+    wrong = verify_log(d, anchors=((5, "0" * 64),))
+    assert wrong.exit_code == 1 and wrong.problem is not None and wrong.problem.seq == 5

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
+import os
+import queue
+import re
 import shlex
+import subprocess
 import sys
 import tarfile
+import threading
 import tomllib
+import urllib.request
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -165,6 +172,62 @@ def test_broken_chain_is_an_infrastructure_failure_without_reward(verifier: Modu
     with tarfile.open(tampered, "w") as tar:
         tar.add(unpacked / "audit", arcname="audit")
     assert _run(verifier, tmp_path, tampered, GOOD_REPORT) == (3, None)
+
+
+def _serve_like_the_sidecar(config: Path, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """`checkrein serve` as the sidecar's CMD runs it (HTTP on 0.0.0.0), on a free port; returns
+    once it says it is serving (bounded), with the port it bound."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "checkrein", "serve", "--config", str(config), "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    seen: list[str] = []
+    while True:
+        try:
+            line = lines.get(timeout=60)
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError(f"gateway did not start within 60 s: {''.join(seen)[-2000:]}") from None
+        seen.append(line)
+        m = re.search(r"serving Streamable HTTP on http://\S+:(\d+)/mcp", line)
+        if m:
+            return proc, int(m.group(1))
+
+
+def test_reference_solution_passes_against_a_real_gateway_sidecar(verifier: ModuleType, tmp_path: Path) -> None:
+    """Regression (incident 42 lookup withheld): with the default `injection = "withhold"` every
+    lookup of incident 42 came back as a refusal, so the task could not be solved. The task's own
+    gateway config, served like the sidecar, accepts `Host: checkrein:8765`, answers the reference
+    solution, and the verifier scores the resulting audit log as a pass."""
+    text = (TASK / "environment" / "checkrein.toml").read_text()
+    config = tmp_path / "checkrein.toml"
+    config.write_text(text.replace("/var/lib/checkrein/audit", (tmp_path / "audit").as_posix()).replace('command = "python"', f"command = {json.dumps(sys.executable)}"))
+    env = {**os.environ, "CHECKREIN_TOKEN": "sidecar-test-token", "CHECKREIN_STATE_DIR": str(tmp_path / "state")}
+    proc, port = _serve_like_the_sidecar(config, tmp_path, env)
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "harbor-agent", "version": "1"}}}
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=json.dumps(initialize).encode(), method="POST", headers={
+            "Host": "checkrein:8765", "Authorization": "Bearer sidecar-test-token",
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
+            assert resp.status == 200  # the SDK's DNS-rebinding check does not refuse the service name
+        report = tmp_path / "report.md"
+        solve = subprocess.run(
+            [sys.executable, str(TASK / "solution" / "solve.py")], capture_output=True, text=True, timeout=120, check=False,
+            env={**env, "CHECKREIN_URL": f"http://127.0.0.1:{port}/mcp", "REPORT_PATH": str(report)},
+        )
+        assert solve.returncode == 0, solve.stderr[-2000:]
+        tar_path = tmp_path / "audit.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            tar.add(tmp_path / "audit", arcname="audit")  # what the collect hook does, gateway still running
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert _run(verifier, tmp_path, tar_path, report.read_text()) == (0, "1")
 
 
 # Harbor 0.26.0's own verdicts (TaskConfig.model_validate_toml), recorded on 2026-11-30 with

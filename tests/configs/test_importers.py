@@ -230,3 +230,55 @@ def test_no_token_survives_import_wherever_it_was_written(secret: str, key: str)
     text = render_checkrein_config(result)
     assert secret not in text
     assert all(s.variable in text for s in result.secrets)
+
+
+def test_url_written_as_a_reference_imports_its_default_or_fails_at_the_source() -> None:
+    """Regression (reference URL broke import): `${VAR:-https://...}` made the rendered config fail
+    to load with a line of the *output*; now the default is written (and said), and a bare
+    reference is refused naming the source file and server."""
+    text = json.dumps({"mcpServers": {"sentry": {"type": "http", "url": "${SENTRY_URL:-https://mcp.sentry.dev/mcp}"}}})
+    result = read_client_text(text, "claude", source=".mcp.json")
+    assert result.servers[0].url == "https://mcp.sentry.dev/mcp"
+    assert any("${SENTRY_URL:-" in n.message for n in result.notes)
+    parse_config(render_checkrein_config(result))
+    bare = json.dumps({"mcpServers": {"x": {"type": "http", "url": "${X_URL}"}}})
+    with pytest.raises(ConfigError) as ei:
+        read_client_text(bare, "claude", source=".mcp.json")
+    assert ei.value.file == ".mcp.json" and ei.value.key == "mcpServers.x" and "${X_URL}" in ei.value.message
+
+
+def test_references_the_gateway_does_not_expand_are_named_in_the_notes() -> None:
+    """Regression (silent literal `${HOME}`): Claude expands references in args, checkrein's gateway
+    only in env and headers, so each one written elsewhere is named for the operator."""
+    text = json.dumps({"mcpServers": {"files": {"command": "npx", "args": ["-y", "srv", "${HOME}/work", "--api-key", "abcdef123456"]}}})
+    result = read_client_text(text, "claude", source="t.json")
+    notes = [n.message for n in result.notes if n.server == "files"]
+    assert any(m.startswith("args[2] holds ${HOME}") and "write the value here" in m for m in notes)
+    assert any(m.startswith("args[4] holds ${FILES_API_KEY}") and "read the secret from env" in m for m in notes)
+
+
+def test_harbor_import_keeps_only_the_last_server_of_a_name() -> None:
+    """Regression (duplicate imported twice): Harbor keeps the last `[[environment.mcp_servers]]`
+    of a name, so the import does too instead of inventing a renamed second server."""
+    text = (
+        '[[environment.mcp_servers]]\nname = "gh"\ntransport = "streamable-http"\nurl = "https://a.example.com/mcp"\n\n'
+        '[[environment.mcp_servers]]\nname = "gh"\ntransport = "streamable-http"\nurl = "https://b.example.com/mcp"\n'
+    )
+    result = read_client_text(text, "harbor", source="task.toml")
+    assert [(s.name, s.url) for s in result.servers] == [("gh", "https://b.example.com/mcp")]
+    assert any("environment.mcp_servers[0]" in n.message for n in result.notes)
+
+
+def test_emitted_entries_paste_into_real_client_files_and_parse(tmp_path: Path) -> None:
+    """The snippet of `emit` appended to an existing Codex config / Harbor task (and replacing a
+    Claude file) still parses, and reads back as exactly the one `checkrein` server."""
+    cfg_path = write_atomic(tmp_path / "checkrein.toml", render_checkrein_config(read_client_config(CLAUDE)))
+    codex = 'model = "gpt-5-codex"\n\n[features]\nweb_search_request = true\n\n'
+    harbor = HARBOR.read_text().split("[[environment.mcp_servers]]")[0]
+    for transport, url in (("stdio", None), ("http", "http://checkrein:8765/mcp")):
+        for fmt, base in (("claude", ""), ("codex", codex), ("harbor", harbor)):
+            snippet = emit_client_config(fmt, config=str(cfg_path), transport=transport, url=url)  # type: ignore[arg-type]
+            (entry,) = read_client_text(base + snippet, fmt, source=f"<{fmt}>").servers  # type: ignore[arg-type]
+            assert entry.name == "checkrein" and entry.transport == ("stdio" if transport == "stdio" else "streamable-http")
+    loopback = emit_client_config("harbor", config=str(cfg_path), transport="http", url="http://127.0.0.1:8765/mcp")
+    assert "compose sidecar" in loopback

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from checkrein.canonical import canonical_json
+from checkrein.canonical import canonical_json, sha256_hex
 from checkrein.catalog.ledger import ServerSnapshot, build_ledger, diff_ledgers, render_ledger
 from checkrein.catalog.model import ToolDefinition
 from checkrein.cli.main import app
@@ -79,6 +79,27 @@ def test_ledger_never_holds_literal_secret_values() -> None:
     assert "hunter2-literal" not in text and "${FILES_TOKEN}" in text
 
 
+def test_ledger_never_holds_secrets_written_in_args_or_urls() -> None:
+    """Regression (ledger leaked launch secrets): args and URLs were copied verbatim, so an
+    `--api-key` value or a URL password went into a document meant to be published; a credential
+    env value was pinned by its plain SHA-256, which a short password does not survive."""
+    cfg = parse_config(
+        CONFIG.replace('args = ["--root", "/srv"]', 'args = ["--root", "/srv", "--api-key", "k3y-abcdef-123456"]')
+        .replace('LEVEL = "debug"', 'LEVEL = "debug", DB_PASSWORD = "hunter22"')
+        .replace("https://docs.example.com/mcp", "https://bot:pa55word99@docs.example.com/mcp?token=t0k3n-value-xyz")
+    )
+    ledger = build_ledger(cfg, _snaps())
+    text = render_ledger(ledger).decode()
+    for secret in ("k3y-abcdef-123456", "hunter22", "pa55word99", "t0k3n-value-xyz"):
+        assert secret not in text
+        assert sha256_hex(secret.encode()) not in text
+    files, docs = ledger["servers"]["files"], ledger["servers"]["docs"]
+    assert files["args"] == ["--root", "/srv", "--api-key", "<secret>"]
+    assert files["env"]["DB_PASSWORD"] == "<secret>" and files["env"]["LEVEL"].startswith("sha256:")
+    assert docs["url"].startswith("https://bot:<secret>@docs.example.com/mcp?token=")
+    assert ledger["network"]["upstreams"]["docs"] == "docs.example.com"
+
+
 def test_identical_runs_have_no_differences() -> None:
     cfg = parse_config(CONFIG)
     assert diff_ledgers(build_ledger(cfg, _snaps()), build_ledger(cfg, _snaps())) == []
@@ -95,8 +116,19 @@ def test_diff_explains_each_real_change() -> None:
     assert "server files reported version '1.0.0' in A, '1.1.0' in B" in explanations
     assert "tool files__read has a different definition" in explanations
     assert "skill triage differs" in explanations
-    assert "the policies differ" in explanations
+    assert "policy setting allow differs: ['files__read'] -> ['files__read', 'docs__search']" in explanations
     assert "budgets.server_timeouts_s.files differs: 20.0 -> 5.0" in explanations
+
+
+def test_diff_names_the_policy_setting_that_changed() -> None:
+    """Regression (diff said only "the policies differ"): a result-handling change between runs,
+    which changes what the agent sees, is named with both values."""
+    cfg = parse_config(CONFIG)
+    wrapped = parse_config(CONFIG.replace('allow = ["files__read"]', 'allow = ["files__read"]\n\n[policy.results]\ninjection = "wrap"'))
+    diffs = diff_ledgers(build_ledger(cfg, _snaps()), build_ledger(wrapped, _snaps()))
+    assert [(d.path, d.explanation) for d in diffs] == [
+        ("policy.settings.results.injection", "policy setting results.injection differs: 'withhold' -> 'wrap'"),
+    ]
 
 
 def test_diff_names_tools_and_servers_present_in_only_one_run() -> None:

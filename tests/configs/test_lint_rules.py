@@ -109,3 +109,21 @@ def test_cli_lint_lists_rules() -> None:
 def test_harbor_version_option_overrides_the_task(lint_env: dict[str, str]) -> None:
     path = _fixture("harbor.headers-version", "pass")
     assert "harbor.headers-version" in {f.rule for f in lint_file(path, env=lint_env, harbor_version="0.24").findings}
+
+
+def test_codex_findings_carry_lines_under_dotted_table_headers(tmp_path: Path) -> None:
+    """Regression (codex findings without a line): Codex configs write one `[mcp_servers.<name>]`
+    header per server, which the locator did not see as the `mcp_servers` table."""
+    p = tmp_path / "config.toml"
+    p.write_text(
+        'model = "gpt-5"\n\n[mcp_servers.ctx]\ncommand = "npx"\nargs = ["--api-key", "ctx7sk-abcdef0123456789"]\n\n'
+        '[mcp_servers."my docs"]\nurl = "https://docs.example.com/mcp"\nbogus = 1\n'
+    )
+    found = {(f.rule, f.line) for f in lint_file(p, kind="codex", env={}).findings}
+    assert found == {("secret.inline", 5), ("codex.unknown-server-key", 9)}
+
+
+def test_cli_lint_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    """Regression (missing file exited 1 like a finding): unreadable input is exit code 2."""
+    out = CliRunner().invoke(app, ["lint", str(tmp_path / "nope.json")])
+    assert out.exit_code == 2 and "no such file" in out.stderr

@@ -95,6 +95,7 @@ def write_config(
     policy: Mapping[str, Any] | None = None,
     tools: Mapping[str, Mapping[str, Any]] | None = None,
     identities: list[dict[str, Any]] | None = None,
+    audit: Mapping[str, Any] | None = None,
 ) -> Path:
     lines = ["[gateway]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in (gateway or {}).items()]
@@ -109,6 +110,9 @@ def write_config(
     for name, rule in (tools or {}).items():
         lines.append(f"\n[policy.tools.{json.dumps(name)}]")
         lines += [f"{k} = {toml_value(v)}" for k, v in rule.items()]
+    if audit:
+        lines.append("\n[audit]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in audit.items()]
     path = directory / "checkrein.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -168,9 +172,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=10)
 
 
-def start_echo_http(port: int) -> subprocess.Popen[bytes]:
+def start_echo_http(port: int, *, sse: bool = False) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "checkrein.testing.echo_server", "--http", "--port", str(port)],
+        [sys.executable, "-m", "checkrein.testing.echo_server", "--sse" if sse else "--http", "--port", str(port)],
         env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

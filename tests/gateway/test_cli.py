@@ -9,6 +9,7 @@ import pytest
 from gateway_support import echo_server_config, write_config
 from typer.testing import CliRunner
 
+from checkrein.audit import EventFilter, query_events
 from checkrein.cli.main import app
 
 runner = CliRunner()
@@ -52,7 +53,12 @@ def tools_json(config: Path) -> dict[str, dict[str, str]]:
 
 def test_pin_reviews_drift_and_records_new_digests(tmp_path: Path) -> None:
     state = tmp_path / "echo-description.txt"
-    config = write_config(tmp_path, [echo_server_config("a", env={"ECHO_SERVER_STATE": str(state)})], policy={"allow": ["a__*"]})
+    config = write_config(
+        tmp_path,
+        [echo_server_config("a", env={"ECHO_SERVER_STATE": str(state)})],
+        policy={"allow": ["a__*"]},
+        audit={"dir": "audit"},
+    )
     lock = tmp_path / "checkrein.lock"
 
     first = runner.invoke(app, ["pin", "--config", str(config), "--yes"])
@@ -77,9 +83,17 @@ def test_pin_reviews_drift_and_records_new_digests(tmp_path: Path) -> None:
     pinned = json.loads(lock.read_text(encoding="utf-8"))["tools"]
     assert pinned["a__echo"]["digest"] == rows["a__echo"]["digest"], "the lock now holds the reviewed definition"
     assert "~/.ssh/id_rsa" in pinned["a__echo"]["definition"]["description"]
+    events = json.dumps(query_events(tmp_path / "audit", EventFilter()))
+    assert events.count("pin.change") == 2, "each written pin is on the audit record"
 
 
 def test_http_on_a_public_address_without_a_token_is_refused(tmp_path: Path) -> None:
     config = write_config(tmp_path, [])
     result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http", "--host", "0.0.0.0"], env={"CHECKREIN_TOKEN": ""})
     assert result.exit_code == 2 and "refusing to serve on 0.0.0.0 without a token" in result.output
+
+
+def test_http_with_a_token_variable_that_is_unset_is_a_config_error(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [], gateway={"token": "${CHECKREIN_TEST_UNSET_TOKEN}"})
+    result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http"])
+    assert result.exit_code == 2 and "CHECKREIN_TEST_UNSET_TOKEN" in result.output

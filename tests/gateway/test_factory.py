@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -37,3 +38,21 @@ async def test_lifecycle_events_reach_the_audit_trail(tmp_path: Path) -> None:
     events = [r.event for r in trail.lifecycle]
     assert events[0] == "gateway.start" and events[-1] == "gateway.stop" and trail.closed
     assert trail.lifecycle[0].fields["lock_written"] is True
+
+
+async def test_default_wiring_writes_one_verifiable_audit_event_per_call(tmp_path: Path) -> None:
+    from checkrein.audit import EventFilter, query_events, verify_log
+    from checkrein.policy import Identity, ToolCall
+
+    up = MemoryUpstream("a")
+    up.add_tool("echo", lambda a: str(a.get("text", "")))
+    config = make_config(tmp_path, {"allow": ["a__echo"]}, audit={"dir": str(tmp_path / "audit"), "durability": "durable"})
+    async with build_gate(config, upstreams=[up]) as gate:
+        assert not isinstance(gate.audit, NullAuditTrail)
+        for name, text in (("a__echo", "token=ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"), ("a__other", "x"), ("zz", "y")):
+            await gate.call_tool(ToolCall(Identity("alice"), "s1", "1" * 32, "2" * 16, name, {"text": text}))
+    events = query_events(tmp_path / "audit", EventFilter(calls_only=True))
+    assert [e["outcome"] for e in events] == ["ok", "not_found", "not_found"]
+    assert events[0]["exposed_name"] == "a__echo" and events[0]["identity"]["user"] == "alice"
+    assert "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB" not in json.dumps(events), "secrets never reach the log"
+    assert verify_log(tmp_path / "audit").exit_code == 0

@@ -45,8 +45,8 @@ class Gateway:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     directory = tmp_path_factory.mktemp("http-gateway")
-    echo_port, gw_port = free_port(), free_port()
-    procs: list[subprocess.Popen[bytes]] = [start_echo_http(echo_port)]
+    echo_port, sse_port, gw_port = free_port(), free_port(), free_port()
+    procs: list[subprocess.Popen[bytes]] = [start_echo_http(echo_port), start_echo_http(sse_port, sse=True)]
     try:
         config = write_config(
             directory,
@@ -54,12 +54,13 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                 {**echo_server_config("a"), "timeout_s": 1.0},
                 echo_server_config("b", "--legacy-only"),
                 {"name": "h", "transport": "streamable-http", "url": f"http://127.0.0.1:{echo_port}/mcp"},
+                {"name": "s", "transport": "sse", "url": f"http://127.0.0.1:{sse_port}/sse"},
                 echo_server_config("broken", "--garbage"),
                 {"name": "missing", "command": str(directory / "no-such-command")},
             ],
             gateway={"token": "${GW_TOKEN}", "allowed_origins": ["https://app.example"]},
             identities=[{"name": "ci", "token": "${CI_TOKEN}", "roles": ["bot"]}],
-            policy={"allow": ["a__*", "b__echo", "b__crash", "h__*"], "deny": ["a__fail"]},
+            policy={"allow": ["a__*", "b__echo", "b__crash", "h__*", "s__echo"], "deny": ["a__fail"]},
             tools={"h__add": {"roles": ["bot"]}},
         )
         procs.append(start_http_gateway(config, gw_port, GW_TOKEN=GW_TOKEN, CI_TOKEN=CI_TOKEN))
@@ -88,7 +89,7 @@ async def test_tools_list_is_namespaced_merged_and_filtered(gateway: Gateway, mo
     with anyio.fail_after(30):
         async with client(gateway, mode) as c:
             names = {t.name for t in (await c.list_tools()).tools}
-    assert {"a__echo", "a__add", "b__echo", "h__echo", "h__slow"} <= names
+    assert {"a__echo", "a__add", "b__echo", "h__echo", "h__slow", "s__echo"} <= names
     assert "a__fail" not in names, "deny glob hides the tool"
     assert "b__add" not in names, "default deny hides the tool"
     assert "h__add" not in names, "role-restricted tool hidden from the gateway-token caller"
@@ -96,10 +97,11 @@ async def test_tools_list_is_namespaced_merged_and_filtered(gateway: Gateway, mo
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_same_tool_on_three_servers_and_three_upstream_transports(gateway: Gateway, mode: str) -> None:
+async def test_same_tool_on_four_servers_over_every_upstream_transport(gateway: Gateway, mode: str) -> None:
+    """a: stdio, b: stdio initialize-only, h: Streamable HTTP, s: legacy SSE."""
     with anyio.fail_after(30):
         async with client(gateway, mode) as c:
-            for server in ("a", "b", "h"):
+            for server in ("a", "b", "h", "s"):
                 result = await c.call_tool(f"{server}__echo", {"text": f"hi {server}"})
                 assert not result.is_error and text_of(result) == f"hi {server}"
             added = await c.call_tool("a__add", {"a": 2, "b": 3})
@@ -192,7 +194,7 @@ def test_health_answers_without_a_token(gateway: Gateway) -> None:
     status, body = http_status(gateway.base + "/health")
     assert status == 200
     doc = json.loads(body)
-    assert doc["status"] == "ok" and doc["servers"] == 5 and doc["tools"] > 0
+    assert doc["status"] == "ok" and doc["servers"] == 6 and doc["tools"] > 0
 
 
 @pytest.mark.parametrize(
@@ -204,6 +206,8 @@ def test_health_answers_without_a_token(gateway: Gateway) -> None:
         ({"Authorization": f"Bearer {GW_TOKEN}", "Origin": "https://evil.example"}, 403),
         ({"Origin": "https://evil.example"}, 403),
         ({"Authorization": f"Bearer {GW_TOKEN}", "Origin": "http://localhost:5173"}, 200),
+        ({"Authorization": f"Bearer {GW_TOKEN}", "Origin": "http://localhost"}, 200),
+        ({"Authorization": f"Bearer {GW_TOKEN}", "Origin": "https://127.0.0.1:8443"}, 200),
         ({"Authorization": f"Bearer {GW_TOKEN}", "Origin": "https://app.example"}, 200),
         ({"Authorization": f"Bearer {CI_TOKEN}"}, 200),
     ],
@@ -235,4 +239,5 @@ def test_stats_needs_the_token_and_reports_counters_and_server_states(gateway: G
     doc = json.loads(body)
     assert {"policy_errors", "approval_failures", "upstream_timeouts", "retries"} <= set(doc["counters"])
     states = {s["name"]: s["state"] for s in doc["servers"]}
-    assert states["broken"] == "failed" and states["missing"] == "failed" and states["h"] == "ready"
+    assert states["broken"] == "failed" and states["missing"] == "failed"
+    assert states["h"] == "ready" and states["s"] == "ready"

@@ -11,7 +11,7 @@ import pytest
 from gateway_support import CapturingTrail, make_config
 
 from checkrein.catalog import ToolDefinition, plan_pin, read_lock, write_lock
-from checkrein.errors import UpstreamUnavailable
+from checkrein.errors import ConfigError, UpstreamUnavailable
 from checkrein.gate.pipeline import Gate
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult, BudgetVerdict
 from checkrein.gate.steps import CallRefused
@@ -292,8 +292,8 @@ async def test_timeout_is_an_error_result_with_its_own_outcome(tmp_path: Path) -
         return "late"
 
     up.add_tool("slow", slow)
-    gate, trail = await started(tmp_path, up, sections={"servers": []})
-    gate._timeouts["a"] = 0.05
+    # The config's entry for server "a" gives its timeout; the in-memory upstream stands in for it.
+    gate, trail = await started(tmp_path, up, sections={"servers": [{"name": "a", "command": "unused", "timeout_s": 0.05}]})
     with anyio.fail_after(10):
         result = await gate.call_tool(call("a__slow"))
     assert result.is_error and "did not answer" in text(result)
@@ -365,3 +365,14 @@ async def test_a_pin_written_while_running_releases_the_quarantined_tool(tmp_pat
     result = await gate.call_tool(call("a__echo"))
     assert not result.is_error and text(result) == "new echo"
     assert gate.counters.quarantine_denials == 1
+
+
+async def test_a_policy_edit_applies_live_and_a_server_change_is_refused(tmp_path: Path) -> None:
+    gate, trail = await started(tmp_path, upstream(), policy={"allow": ["a__echo"]})
+    assert (await gate.call_tool(call("a__write"))).is_error
+    await gate.apply_config(make_config(tmp_path, {"allow": ["a__*"]}))
+    assert not (await gate.call_tool(call("a__write"))).is_error
+    assert trail.lifecycle[-1].event == "policy.reload"
+    with pytest.raises(ConfigError, match="restart"):
+        await gate.apply_config(make_config(tmp_path, {"allow": ["a__*"]}, gateway={"separator": "."}))
+    assert gate.separator == "__"

@@ -72,8 +72,14 @@ async def test_live_drift_quarantines_and_notifies_the_client(tmp_path: Path) ->
             await changed.wait()
             names = {t.name for t in (await c.list_tools()).tools}
             result = await c.call_tool("a__echo", {"text": "hi"})
+            # A policy edit applies while running (the gateway polls its config file).
+            write_config(tmp_path, [echo_server_config("a")], policy={"allow": ["a__*"], "deny": ["a__add"]})
+            while "a__add" in {t.name for t in (await c.list_tools()).tools}:
+                await anyio.sleep(0.1)
+            denied = await c.call_tool("a__add", {"a": 1, "b": 2})
     assert "a__echo" not in names and "a__added" not in names
     assert result.is_error and "quarantined" in text_of(result) and "checkrein pin" in text_of(result)
+    assert denied.is_error and "(rule deny:a__add)" in text_of(denied)
 
 
 def read_lines(proc: subprocess.Popen[bytes]) -> queue.Queue[bytes]:

@@ -93,6 +93,14 @@ def test_identity_roles_are_applied(project: Path) -> None:
     assert invoke("check", "-c", str(project), "-t", "fs__admin", "--identity", "ci")[0] == 3
 
 
+def test_anonymous_callers_meet_the_server_security_level(project: Path) -> None:
+    project.write_text(CONFIG.replace('command = "/nonexistent/never-started"', 'command = "/nonexistent/never-started"\nsecurity_level = "medium"'))
+    args = ["check", "-c", str(project), "-t", "fs__read_file", "-a", '{"path": "a"}']
+    assert invoke(*args)[0] == 0
+    code, out = invoke(*args, "--anonymous")
+    assert code == 3 and "identity.level:fs" in out
+
+
 def test_a_tool_missing_from_the_lock_is_denied_and_says_so(project: Path) -> None:
     code, out = invoke("check", "-c", str(project), "-t", "fs__ghost")
     assert code == 3

@@ -25,9 +25,10 @@ from checkrein.gate.approval import (
     ElicitApprover,
     WebhookApprover,
     build_approver,
+    printable,
 )
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult
-from checkrein.policy import Decision, Finding
+from checkrein.policy import Decision, Finding, Identity
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +64,11 @@ async def test_auto_approves_low_and_medium_only(risk: str, granted: bool) -> No
     assert (await AutoApprover().approve(request(risk=risk))).granted is granted
 
 
+@pytest.mark.parametrize(("risk", "granted"), [("high", True), ("critical", False), ("unknown", False)])
+async def test_auto_max_risk_raises_the_automatic_threshold_but_never_for_unknown(risk: str, granted: bool) -> None:
+    assert (await AutoApprover("high").approve(request(risk=risk))).granted is granted
+
+
 async def test_deny_mode_refuses() -> None:
     assert not (await DenyApprover().approve(request())).granted
 
@@ -85,6 +91,16 @@ async def test_a_grant_cannot_be_replayed_for_other_arguments() -> None:
     bound = BoundApprover(inner, ttl_s=300, timeout_s=5, clock=FakeClock())
     await bound.approve(request({"path": "/tmp/x"}))
     await bound.approve(request({"path": "/etc/passwd"}))
+    assert inner.asked == 2
+
+
+async def test_a_grant_cannot_be_replayed_by_another_identity() -> None:
+    inner = Counting()
+    bound = BoundApprover(inner, ttl_s=300, timeout_s=5, clock=FakeClock())
+    mine = request()
+    theirs = ApprovalRequest(call("fs__rm", {"path": "/tmp/x"}, Identity("mallory")), mine.decision, mine.args_digest, "sha256:p1", "")
+    await bound.approve(mine)
+    await bound.approve(theirs)
     assert inner.asked == 2
 
 
@@ -190,7 +206,7 @@ async def test_webhook_allow_and_deny_answers(webhook: tuple[str, type[_Hook]]) 
     assert body["args_digest"] == digest({"path": "/tmp/x"})
     assert body["risk"] == "high"
     assert body["findings"][0]["path"] == "/path"
-    assert "/tmp/x" not in json.dumps(body)  # the summary never carries raw argument values
+    assert "/tmp/x" not in json.dumps(body)  # raw arguments only ever travel inside the gate's summary
     assert hook.headers_seen[0]["authorization"] == "Bearer t0k"
 
 
@@ -221,11 +237,13 @@ async def test_webhook_unreachable_fails_closed() -> None:
 # --- cli: a real pseudo-terminal stands in for /dev/tty -----------------------------------------
 
 
-def _answer_on(master: int, text: bytes) -> threading.Thread:
+def _answer_on(master: int, text: bytes, shown: list[bytes] | None = None) -> threading.Thread:
     def answer() -> None:
         seen = b""
         while b"[y/N]" not in seen:  # bounded by the test's fail_after and the prompt timeout
             seen += os.read(master, 1024)
+        if shown is not None:
+            shown.append(seen)
         os.write(master, text)
 
     t = threading.Thread(target=answer, daemon=True)
@@ -246,6 +264,27 @@ async def test_cli_prompts_on_the_terminal_not_stdio(typed: bytes, granted: bool
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_cli_escapes_control_characters_in_the_summary() -> None:
+    master, slave = os.openpty()
+    try:
+        shown: list[bytes] = []
+        t = _answer_on(master, b"n\n", shown)
+        hostile = ApprovalRequest(request().call, request().decision, request().args_digest, "sha256:p1", "rm \x1b[2Jharmless\u202e")
+        with anyio.fail_after(15):
+            await CliApprover(os.ttyname(slave), timeout_s=10).approve(hostile)
+        t.join(5)
+        assert b"\x1b" not in shown[0]
+        assert b"\\x1b[2Jharmless\\u202e" in shown[0]
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_printable_escapes_controls_and_caps_length() -> None:
+    assert printable("a\nb\u200bc") == "a\\x0ab\\u200bc"
+    assert len(printable("x" * 5000)) == 1000
 
 
 async def test_cli_without_a_terminal_fails_closed(tmp_path: Any) -> None:

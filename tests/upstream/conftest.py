@@ -92,16 +92,20 @@ def http_echo_url() -> Iterator[str]:
     yield from _serve("--http")
 
 
-@pytest.fixture(scope="module")
-def sse_echo_url() -> Iterator[str]:
-    """Base URL of an echo server speaking legacy SSE (endpoint /sse)."""
-    yield from _serve("--sse")
-
-
 @pytest.fixture
 def fresh_http_echo() -> Iterator[EchoHttpServer]:
     """A Streamable HTTP echo server of its own (for tests that change or stop the server)."""
     server = EchoHttpServer("--http").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fresh_sse_echo() -> Iterator[EchoHttpServer]:
+    """A legacy SSE echo server of its own (endpoint /sse), to stop and start at will."""
+    server = EchoHttpServer("--sse").start()
     try:
         yield server
     finally:

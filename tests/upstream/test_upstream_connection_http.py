@@ -81,12 +81,21 @@ async def test_unreachable_url_fails_the_start_clearly(unused_port: int) -> None
         assert up.info.state == "failed" and "nowhere (streamable-http) failed to start" in (up.info.error or "")
 
 
-async def test_legacy_sse_transport_calls_and_lists(sse_echo_url: str) -> None:
-    cfg = ServerConfig(name="old", transport="sse", url=sse_echo_url + "/sse")
+async def test_legacy_sse_transport_calls_lists_and_survives_a_server_restart(fresh_sse_echo: Any) -> None:
+    cfg = ServerConfig(name="old", transport="sse", url=fresh_sse_echo.url + "/sse")
     async with running(cfg) as up:
         assert up.info.transport == "sse" and up.info.protocol_version == "2025-11-25"
         assert text(await up.call_tool("echo", {"text": "over sse"}, timeout_s=10)) == "over sse"
         assert len(await up.tools()) >= 6
+        fresh_sse_echo.stop()
+        with anyio.fail_after(10):
+            while not up._link.session.connection_closed():  # type: ignore[union-attr]
+                await anyio.sleep(0.02)  # the dropped event stream is noticed while idle
+        fresh_sse_echo.start()
+        with anyio.fail_after(30):
+            result = await up.call_tool("echo", {"text": "after restart"}, timeout_s=10)
+        assert text(result) == "after restart", "a request never sent goes out on a fresh connection"
+        assert up.info.restarts == 1
 
 
 async def test_http_server_going_away_fails_the_call_then_reconnects_and_resumes_transparently(fresh_http_echo: Any) -> None:

@@ -71,6 +71,9 @@ async def test_start_all_reports_failures_and_keeps_serving_the_rest(raw_server:
         with pytest.raises(UpstreamUnavailable, match=r"no upstream server named 'nope' \(known: dies, good, mem, missing\)"):
             pool.require("nope")
         assert {i.name: i.state for i in pool.infos()}["good"] == "ready"
+        # The raw server writes one stray non-JSON line on stdout during tools/list.
+        assert pool.stats()["good"] == {"restarts": 0, "bad_messages": 1, "hook_errors": 0, "refresh_failures": 0}
+        assert "mem" not in pool.stats(), "only configured servers have counters"
         good = pool["good"]
         assert isinstance(good, McpUpstream)
         pid = good._link.process.pid  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ Retries are ours, not the SDK's (its own are turned off) so they are bounded and
 waits for ``Retry-After`` (seconds or an HTTP date, or ``retry-after-ms``) when the server gives
 one, else an exponential backoff; 5xx answers and connection failures are retried the same way.
 A wait the server asks for that is longer than ``max_retry_wait_s`` fails at once with a clear
-message instead of hanging.
+message instead of hanging. Error messages never carry the API key, even when an endpoint echoes it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import openai
@@ -50,6 +51,17 @@ class ModelSettings:
         return f"ModelSettings(model={self.model!r}, base_url={self.base_url!r}, api_key='***')"
 
 
+def _dotenv_value(value: str) -> str:
+    """``'v' # note`` -> ``v``; ``v # note`` -> ``v``; ``"a#b"`` -> ``a#b``."""
+    if value[:1] in ("'", '"'):
+        end = value.find(value[0], 1)
+        if end > 0 and (end == len(value) - 1 or value[end + 1:].lstrip().startswith("#")):
+            return value[1:end]
+    if " #" in value:
+        value = value.split(" #", 1)[0].rstrip()
+    return value
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines of a ``.env`` file (``export``, quotes and ``#`` comments allowed);
     a missing file gives ``{}``."""
@@ -65,12 +77,7 @@ def read_dotenv(path: Path) -> dict[str, str]:
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        out[key.strip()] = value
+        out[key.strip()] = _dotenv_value(value.strip())
     return out
 
 
@@ -130,6 +137,16 @@ def _describe(exc: openai.APIStatusError) -> str:
     return f"HTTP {exc.status_code}" + (f": {detail[:300]}" if detail else "")
 
 
+def _without_userinfo(url: str | None) -> str | None:
+    """``url`` with any ``user:password@`` removed, for messages."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 class OpenAIChatModel:
     """A `Model` over ``/chat/completions``. ``sleep`` is injectable so tests need not wait."""
 
@@ -147,9 +164,20 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         await self._client.close()
 
+    def _scrub(self, text: str) -> str:
+        """``text`` without the API key: some endpoints echo the key they refused."""
+        key = self.settings.api_key
+        return text.replace(key, "***") if len(key) >= 4 else text
+
     async def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, purpose: Purpose = "turn"
     ) -> ModelReply:
+        try:
+            return await self._complete(messages, tools)
+        except ModelError as exc:
+            raise type(exc)(self._scrub(str(exc)), code=exc.code) from None
+
+    async def _complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
         retries = 0
         while True:
             try:
@@ -163,7 +191,7 @@ class OpenAIChatModel:
             except openai.APITimeoutError:
                 wait, why = None, f"no answer within {self.settings.timeout_s:g} s"
             except openai.APIConnectionError as exc:
-                wait, why = None, f"cannot reach {self.settings.base_url or 'api.openai.com'}: {exc.message}"
+                wait, why = None, f"cannot reach {_without_userinfo(self.settings.base_url) or 'api.openai.com'}: {exc.message}"
             except openai.AuthenticationError as exc:
                 raise ModelError(f"the model endpoint refused the API key ({_describe(exc)})", code="agent.model_auth") from None
             except openai.APIStatusError as exc:

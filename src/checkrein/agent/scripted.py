@@ -106,11 +106,7 @@ class ScriptedModel:
     def _render(self, messages: Sequence[Message]) -> str:
         results = _Results(self._results.get(cid, "") for cid in self._order)
         query = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
-        try:
-            return self.answer.format_map({"result": results, "last_result": results[-1] if results else "",
-                                           "query": query})
-        except (KeyError, ValueError, AttributeError, TypeError) as exc:
-            raise ScriptError(f"the script's answer template is invalid: {exc}") from None
+        return render_answer(self.answer, results, query)
 
     def _summarize(self, messages: Sequence[Message]) -> ModelReply:
         if self.fail_summary:
@@ -124,6 +120,16 @@ class ScriptedModel:
                 lines.append(f"- {m['role']}: {content[:160]}")
         text = "Earlier conversation (scripted summary):\n" + "\n".join(lines[-20:])
         return ModelReply(text, (), _usage(messages, len(text) // 4 + 1), "stop", self.name)
+
+
+def render_answer(template: str, results: Sequence[str], query: str) -> str:
+    """``template`` with ``{result[N]}``, ``{last_result}`` and ``{query}`` filled in; raises
+    `ScriptError` for a template that names anything else or is malformed."""
+    values = {"result": _Results(results), "last_result": results[-1] if results else "", "query": query}
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        raise ScriptError(f"the script's answer template is invalid: {type(exc).__name__}: {exc}") from None
 
 
 def _usage(messages: Sequence[Message], completion: int) -> Usage:
@@ -152,8 +158,11 @@ def script_from_data(data: Any, *, source: str = "<script>") -> ScriptedModel:
         data = {"steps": data}
     if not isinstance(data, dict):
         raise ScriptError(f"{source}: a script is an object with `steps` and `answer`")
+    raw_steps = data.get("steps") or []
+    if not isinstance(raw_steps, list):
+        raise ScriptError(f"{source}: `steps` must be a list of {{tool, args}} objects")
     steps = []
-    for i, raw in enumerate(data.get("steps") or []):
+    for i, raw in enumerate(raw_steps):
         if not isinstance(raw, dict) or not isinstance(raw.get("tool"), str):
             raise ScriptError(f"{source}: steps[{i}] needs a `tool` name")
         args = raw.get("args", raw.get("arguments", {}))
@@ -164,7 +173,14 @@ def script_from_data(data: Any, *, source: str = "<script>") -> ScriptedModel:
     summary = data.get("summary")
     if not isinstance(answer, str) or (summary is not None and not isinstance(summary, str)):
         raise ScriptError(f"{source}: `answer` and `summary` must be text")
-    return ScriptedModel(steps, answer, summary=summary, fail_summary=bool(data.get("fail_summary", False)))
+    try:
+        render_answer(answer, [""] * len(steps), "")  # a broken template fails now, not after the run
+    except ScriptError as exc:
+        raise ScriptError(f"{source}: {exc}") from None
+    fail_summary = data.get("fail_summary", False)
+    if not isinstance(fail_summary, bool):
+        raise ScriptError(f"{source}: `fail_summary` must be true or false")
+    return ScriptedModel(steps, answer, summary=summary, fail_summary=fail_summary)
 
 
 def load_script(path: Path) -> ScriptedModel:

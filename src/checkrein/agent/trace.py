@@ -4,7 +4,9 @@ Every line is ``{"schema_version": 1, "seq", "time", "type", "trace_id", ...}`` 
 one of `EVENT_TYPES`. The trace id is the W3C trace id the runner sends to the gateway in each
 call's ``_meta.traceparent``, so ``audit`` events with the same ``trace_id`` belong to this run.
 
-Traces hold what the model and tools said (they are the run's record) but never API keys.
+Traces hold what the model and tools said (they are the run's record) but never API keys: the
+loop masks what it records, and `TraceWriter.emit` masks the ``error`` text of every event, since
+an error message quotes whatever failed (an endpoint's answer, a server's command line).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+
+from checkrein.audit.redact import Redactor
 
 __all__ = [
     "EVENT_TYPES",
@@ -71,6 +75,7 @@ class TraceWriter:
         self.observer = observer
         """Called with each event after it is written (e.g. to show progress); must not raise."""
         self._seq = 0
+        self._redactor = Redactor(max_chars=1000)
         self._fh: IO[str] | None = path.open("a", encoding="utf-8")
 
     @classmethod
@@ -91,6 +96,8 @@ class TraceWriter:
             raise ValueError(f"unknown trace event type {type_!r}")
         if self._fh is None:
             raise ValueError("trace is closed")
+        if isinstance(fields.get("error"), str):
+            fields["error"] = self._redactor.mask_text(fields["error"])[0]
         self._seq += 1
         event = {"schema_version": TRACE_SCHEMA_VERSION, "seq": self._seq, "time": _now(), "type": type_,
                  "trace_id": self.trace_id, **fields}

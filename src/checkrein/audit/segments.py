@@ -7,6 +7,7 @@ chain is gapless), which lets recovery and reindexing work without parsing every
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -21,6 +22,7 @@ from .schema import EventError, strict_loads
 
 __all__ = [
     "INDEX_FILE",
+    "LOCK_FILE",
     "LogFile",
     "LogOpener",
     "SEGMENT_RE",
@@ -28,12 +30,14 @@ __all__ = [
     "TailState",
     "fsync_dir",
     "iter_lines",
+    "lock_directory",
     "list_segments",
     "scan_tail",
     "segment_name",
 ]
 
 INDEX_FILE = "index.sqlite"
+LOCK_FILE = "writer.lock"
 SEGMENT_RE = re.compile(r"segment-(\d{6,9})\.jsonl\Z")
 _HASH_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
 
@@ -107,6 +111,21 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def lock_directory(directory: Path) -> int:
+    """Take the log's writer lock (``flock`` on ``writer.lock``; the kernel drops it if the holder
+    dies) and return its descriptor; close it to release. Two writers on one chain would fork
+    it, so a second one is refused: raises ``AuditError`` (code ``audit.locked``)."""
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AuditError(
+            f"{directory} is open by another checkrein writer (stop it first)", code="audit.locked"
+        ) from None
+    return fd
 
 
 def iter_lines(directory: Path, start_seq: int = 0) -> Iterator[tuple[int, bytes]]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .segments import INDEX_FILE, iter_lines
+from .segments import INDEX_FILE, iter_lines, lock_directory
 
 __all__ = ["IndexWorker", "Row", "SqliteIndex", "rebuild_index", "row_for"]
 
@@ -136,7 +136,16 @@ class SqliteIndex:
 
 def rebuild_index(directory: Path) -> int:
     """Delete and rebuild ``index.sqlite`` from the segments; returns the number of events indexed.
-    Run it only while no writer has the log open. Raises ``OSError``/``sqlite3.Error``/``ValueError``."""
+    Refuses while a writer has the log open (``AuditError``). Raises ``OSError``/``sqlite3.Error``/
+    ``ValueError`` for unreadable input."""
+    lock_fd = lock_directory(directory)
+    try:
+        return _rebuild_locked(directory)
+    finally:
+        os.close(lock_fd)
+
+
+def _rebuild_locked(directory: Path) -> int:
     for suffix in ("", "-wal", "-shm"):
         (directory / (INDEX_FILE + suffix)).unlink(missing_ok=True)
     index = SqliteIndex(directory)

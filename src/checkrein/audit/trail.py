@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -27,7 +28,7 @@ from .event import EventFactory
 from .record import CallRecord, LifecycleRecord
 from .redact import Redactor
 from .secrets import SecretFinder
-from .segments import LogOpener, OsLogFile, scan_tail, segment_name
+from .segments import LogOpener, OsLogFile, lock_directory, scan_tail, segment_name
 from .signing import CheckpointSigner
 from .sqlite_index import SqliteIndex
 from .writer import COUNTER_NAMES, Item, Waiter, Writer
@@ -252,6 +253,26 @@ def prepare_trail(
         raise AuditUnavailable(f"cannot create audit directory {directory}: {exc.strerror}") from None
     signer = CheckpointSigner.from_file(base_dir / settings.signing_key) if settings.signing_key else None
     try:
+        lock_fd = lock_directory(directory)
+    except OSError as exc:
+        raise AuditUnavailable(f"cannot lock audit directory {directory}: {exc.strerror}") from None
+    try:
+        return _prepare_locked(settings, directory, signer, lock_fd, secret_finder, clock, opener)
+    except BaseException:
+        os.close(lock_fd)
+        raise
+
+
+def _prepare_locked(
+    settings: AuditSettings,
+    directory: Path,
+    signer: CheckpointSigner | None,
+    lock_fd: int,
+    secret_finder: SecretFinder | None,
+    clock: Callable[[], float],
+    opener: LogOpener | None,
+) -> tuple[AuditTrailImpl, Writer]:
+    try:
         tail = scan_tail(directory)
     except OSError as exc:
         raise AuditUnavailable(f"cannot read audit log in {directory}: {exc.strerror}") from None
@@ -315,6 +336,7 @@ def prepare_trail(
         close_timeout_s=settings.close_timeout_s,
         first_bodies=first,
         on_writable=trail._set_writable,
+        lock_fd=lock_fd,
     )
     trail._writer = writer
     if not writer.initial_flush() and settings.on_failure == "deny":

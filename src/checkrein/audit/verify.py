@@ -95,14 +95,20 @@ def verify_log(
     check_sqlite: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_file_bytes: int = MAX_FILE_BYTES,
+    anchors: tuple[tuple[int, str], ...] = (),
 ) -> VerifyReport:
     """Verify a log directory or one segment file. ``live``: the writer may still be running (no
-    closing checkpoint required; the index may lag). Never raises."""
+    closing checkpoint required; the index may lag). ``anchors``: (seq, hash) pairs recorded
+    elsewhere earlier (e.g. a checkpoint head exported to monitoring); each must still be in the
+    log, which proves it was not cut back or rewritten before that point, something no log can
+    prove about itself. Never raises."""
     report = VerifyReport()
     try:
         pub = load_public_key(public_key) if public_key is not None else None
         files, full = _files(path)
-        _Verifier(report, pub, live, max_line_bytes, max_file_bytes, full).run(files)
+        verifier = _Verifier(report, pub, live, max_line_bytes, max_file_bytes, full)
+        verifier.anchors = dict(anchors)
+        verifier.run(files)
         if full and check_sqlite and (path / INDEX_FILE).exists():
             _check_sqlite(path, report, live)
     except _Invalid as inv:
@@ -151,6 +157,7 @@ class _Verifier:
         self.frontier = MerkleFrontier()
         self.log_id: str | None = None
         self.last: dict[str, Any] | None = None
+        self.anchors: dict[int, str] = {}
 
     def run(self, files: list[tuple[int | None, Path]]) -> None:
         for n, (index, path) in enumerate(files):
@@ -164,6 +171,10 @@ class _Verifier:
                 self._segment(f, index, path.name, last_file=n == len(files) - 1)
         if self.last is None:
             raise _Invalid(Problem("log holds no events"), 1)
+        for seq in sorted(self.anchors):
+            if seq > self.last["seq"]:
+                raise _Invalid(Problem(
+                    f"anchor seq {seq} is past the end of the log (last seq {self.last['seq']}): events were cut", seq))
         if not self.live and not (self.last["type"] == "checkpoint" and self.last["reason"] == "shutdown"):
             seq = self.last["seq"]
             raise _Invalid(Problem(
@@ -247,6 +258,9 @@ class _Verifier:
                 raise _Invalid(Problem("segment link does not name the previous segment's head hash", seq, name, lineno))
         if kind == "checkpoint":
             self._checkpoint(obj, name, lineno)
+        anchored = self.anchors.get(seq)
+        if anchored is not None and anchored != h:
+            raise _Invalid(Problem(f"seq {seq} does not have the anchored hash {anchored[:16]}…: the log was rewritten", seq, name, lineno))
         self.frontier.append(h)
         self.prev = h
         self.expected = seq + 1

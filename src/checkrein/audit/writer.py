@@ -16,15 +16,19 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from checkrein.errors import AuditError
+
 from .chain import Chain
 from .event import EventFactory
 from .record import CallRecord, LifecycleRecord
+from .schema import check_event
 from .segments import LogFile, LogOpener, fsync_dir, segment_name
 from .sqlite_index import IndexWorker, Row, SqliteIndex, row_for
 
@@ -67,6 +71,7 @@ class Writer(threading.Thread):
         close_timeout_s: float,
         first_bodies: list[dict[str, Any]],
         on_writable: Callable[[bool], None],
+        lock_fd: int | None = None,
     ) -> None:
         super().__init__(name="checkrein-audit-writer", daemon=True)
         self.queue: collections.deque[Item] = collections.deque()
@@ -94,6 +99,7 @@ class Writer(threading.Thread):
         self._retry = retry_interval_s
         self._close_timeout = close_timeout_s
         self._on_writable = on_writable
+        self._lock_fd = lock_fd
         self._pending: list[bytes] = []
         self._pending_rows: list[Row] = []
         self._pending_waiters: list[Waiter] = []
@@ -130,6 +136,9 @@ class Writer(threading.Thread):
                     waiter(exc)
         finally:
             self._close_files()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the writer lock, last
+                self._lock_fd = None
             self.stopped.set()
 
     def _loop(self) -> None:
@@ -161,7 +170,7 @@ class Writer(threading.Thread):
                     continue
             items = self._drain(self._batch_max)
             for payload, now, waiter, degraded in items:
-                self._seal(self._build(payload, now, degraded))
+                self._seal_record(payload, now, degraded)
                 if waiter is not None:
                     self._pending_waiters.append(waiter)
                 if self._chain.since_checkpoint >= self._every:
@@ -208,8 +217,29 @@ class Writer(threading.Thread):
             body["degraded"].append("audit.secret_finder_failed")
         return body
 
+    def _seal_record(self, payload: CallRecord | LifecycleRecord | dict[str, Any], now: float, degraded: tuple[str, ...]) -> None:
+        body = self._build(payload, now, degraded)
+        try:
+            self._seal(body)
+        except (TypeError, ValueError) as exc:
+            # A value canonical JSON cannot hold slipped through: keep the event, without values.
+            # (The chain advances only after a line renders, so nothing was half-sealed.)
+            self._c["event_build_errors"] += 1
+            if isinstance(payload, CallRecord):
+                self._seal(self._factory.fallback_call(payload, now, type(exc).__name__))
+            else:
+                self._seal(EventFactory.lifecycle_body(
+                    "audit.event_build_failed", {"error": type(exc).__name__}, now, degraded=["audit.event_build_failed"]))
+
     def _seal(self, body: dict[str, Any]) -> None:
         line, h, seq = self._chain.seal(body)
+        if body["type"] != "call":
+            # The rare event types are checked against the verifier's schema as they are written
+            # (call events are built from the same field list and checked by the tests: the hot
+            # path skips it). A failure is a writer bug: stop writing rather than log garbage.
+            problem = check_event({**body, "hash": h})
+            if problem is not None:
+                raise AuditError(f"audit writer built an invalid {body['type']} event: {problem}", code="audit.internal")
         self._pending.append(line)
         if self._index is not None:
             self._pending_rows.append(row_for(body, seq, h, line[:-1]))

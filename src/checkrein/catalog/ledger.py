@@ -6,8 +6,10 @@ upstreams and reads the skills; this module does no I/O), and `diff_ledgers` exp
 difference between two ledgers, so a comparison under different conditions is caught before
 results are published.
 
-Secrets never enter a ledger: environment values and headers written as ``${VAR}`` references
-are kept as written, literal values are replaced by their SHA-256 (so a change still shows).
+Secrets never enter a ledger: a value `checkrein import` would treat as an inline secret (in env,
+headers, arguments or the URL) is written as ``<secret>`` (not even hashed: a short password's
+hash can be guessed); other environment and header values are kept when they are ``${VAR}``
+references and replaced by their SHA-256 otherwise (so a change still shows).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import urlsplit
 
 from checkrein.canonical import canonical_json, digest, sha256_hex
 from checkrein.config import Config, ServerConfig
+from checkrein.config.importers.secrets import SecretMover
 
 from .lock import PinnedTool
 from .merge import build_catalog
@@ -54,16 +57,37 @@ class LedgerDifference:
     explanation: str
 
 
+SECRET = "<secret>"
+
+
 def _pinned_value(value: str) -> str:
     return value if "${" in value else "sha256:" + sha256_hex(value.encode("utf-8"))
 
 
+def _launch_fields(cfg: ServerConfig) -> dict[str, Any]:
+    """How the gateway starts or reaches ``cfg``, every inline secret replaced by `SECRET`."""
+    moved: list[str] = []
+    mover = SecretMover(lambda _server, _where, variable: moved.append(variable))
+
+    def hide(value: str) -> str:
+        for variable in moved:
+            value = value.replace("${" + variable + "}", SECRET)
+        return value
+
+    def pin(value: str, kept: str) -> str:
+        return hide(kept) if kept != value else _pinned_value(value)
+
+    if cfg.transport == "stdio":
+        env = {k: pin(v, mover.env(cfg.name, k, v)) for k, v in sorted(cfg.env.items())}
+        args = mover.args(cfg.name, list(cfg.args))
+        return {"command": cfg.command, "args": [hide(a) for a in args], "cwd": cfg.cwd, "env": env}
+    headers = {k: pin(v, mover.header(cfg.name, k, v)) for k, v in sorted(cfg.headers.items())}
+    return {"url": hide(mover.url(cfg.name, cfg.url)) if cfg.url else cfg.url, "headers": headers}
+
+
 def _server_entry(cfg: ServerConfig, snap: ServerSnapshot | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"transport": cfg.transport, "enabled": cfg.enabled, "timeout_s": cfg.timeout_s, "security_level": cfg.security_level}
-    if cfg.transport == "stdio":
-        entry |= {"command": cfg.command, "args": list(cfg.args), "cwd": cfg.cwd, "env": {k: _pinned_value(v) for k, v in sorted(cfg.env.items())}}
-    else:
-        entry |= {"url": cfg.url, "headers": {k: _pinned_value(v) for k, v in sorted(cfg.headers.items())}}
+    entry |= _launch_fields(cfg)
     if snap is None:
         entry |= {"state": "not-started", "reported": None, "tools": {}}
         return entry
@@ -90,6 +114,7 @@ def build_ledger(
     Deterministic: the same inputs give the same canonical bytes (no clock, no host names).
     The ``digest`` field covers every other field."""
     snaps = {s.name: s for s in servers}
+    policy = config.policy.model_dump(mode="json")
     catalog = build_catalog(
         {s.name: list(s.tools) for s in servers if s.name in {c.name for c in config.servers if c.enabled}},
         separator=config.gateway.separator,
@@ -124,7 +149,8 @@ def build_ledger(
             "skipped": sorted(f"{s.server}/{s.tool}: {s.reason}" for s in catalog.skipped),
         },
         "skills": dict(sorted((skills or {}).items())),
-        "policy": {"digest": digest(config.policy.model_dump(mode="json")), "default": config.policy.default, "template": config.policy.template},
+        # The whole policy, not just its digest, so `diff_ledgers` can say which rule or setting changed.
+        "policy": {"digest": digest(policy), "settings": policy},
         "budgets": budgets,
         "network": network,
         "audit": {"durability": config.audit.durability, "on_failure": config.audit.on_failure, "signed": config.audit.signing_key is not None},
@@ -140,10 +166,13 @@ def render_ledger(ledger: Mapping[str, Any]) -> bytes:
 
 def _explain(path: list[str], before: Any, after: Any) -> str:
     where = ".".join(path)
-    if before is _MISSING:
-        return f"{where} only in B: {after!r}" if len(path) < 2 or path[0] != "catalog" else f"tool {path[-1]} only in B"
-    if after is _MISSING:
-        return f"{where} only in A: {before!r}" if len(path) < 2 or path[0] != "catalog" else f"tool {path[-1]} only in A"
+    if before is _MISSING or after is _MISSING:
+        run, shown = ("B", after) if before is _MISSING else ("A", before)
+        if len(path) >= 2 and path[0] == "catalog":
+            return f"tool {path[-1]} only in {run}"
+        if len(path) == 2 and path[0] == "skills":
+            return f"skill {path[1]} only in {run} ({shown})"
+        return f"{where} only in {run}: {shown!r}"
     head = path[0] if path else ""
     if head == "servers" and len(path) >= 3:
         server, what = path[1], ".".join(path[2:])
@@ -156,8 +185,8 @@ def _explain(path: list[str], before: Any, after: Any) -> str:
         return f"tool {path[2]} has a different definition ({before} -> {after})"
     if head == "skills":
         return f"skill {path[-1]} differs ({before} -> {after})"
-    if where == "policy.digest":
-        return "the policies differ"
+    if head == "policy" and len(path) >= 3:
+        return f"policy setting {'.'.join(path[2:])} differs: {before!r} -> {after!r}"
     return f"{where} differs: {before!r} -> {after!r}"
 
 
@@ -172,12 +201,12 @@ _MISSING: Any = _Missing()
 def diff_ledgers(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[LedgerDifference]:
     """Every difference between ledgers ``a`` and ``b``, each with a sentence explaining it.
 
-    The summary ``digest`` fields (``digest``, ``catalog.digest``) are not listed on their own:
+    The summary ``digest`` fields (``digest``, ``catalog.digest``, ``policy.digest``) are not listed on their own:
     whatever changed them is. An empty list means the two runs had the same conditions."""
     out: list[LedgerDifference] = []
 
     def walk(path: list[str], x: Any, y: Any) -> None:
-        if path in (["digest"], ["catalog", "digest"]):
+        if path in (["digest"], ["catalog", "digest"], ["policy", "digest"]):
             return
         if isinstance(x, Mapping) and isinstance(y, Mapping):
             for key in sorted(set(x) | set(y)):

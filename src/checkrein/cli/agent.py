@@ -60,6 +60,12 @@ def run(
     except (ConfigError, AgentError, ValueError) as exc:
         _err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _err.print(f"[red]{escape(f'cannot write traces in {directory}: {exc.strerror or exc}')}[/red]; "
+                   "use --trace-dir DIR")
+        raise typer.Exit(2) from None
     settings = RunSettings(max_steps=max_steps, compress_at_tokens=compress_at)
     observer = None if quiet or as_json else _progress
     outcome = anyio.run(lambda: run_query(target, chosen, query, directory, settings, observer=observer))
@@ -74,14 +80,20 @@ def run(
         if result.error:
             _err.print(f"[red]error:[/red] {escape(result.error)}")
         _err.print(f"[dim]{result.status} after {result.steps} step(s), {len(result.tool_calls)} tool call(s); "
-                   f"trace {outcome.trace_path}[/dim]")
+                   f"trace {escape(str(outcome.trace_path))}[/dim]", soft_wrap=True)
     raise typer.Exit(0 if result.status == "answered" else 1)
+
+
+_RUN_ENDING = frozenset({"connect", "tools_list", "model"})
+"""Errors that end the run: the final ``error:`` line says them, so progress does not repeat them."""
 
 
 def _progress(event: dict[str, Any]) -> None:
     """One stderr line per step a user cares about while the run goes on."""
     kind = event.get("type")
-    if kind == "tools_list":
+    if kind == "tools_list" and not event.get("count"):
+        _err.print("[yellow]the server shows no tools: check the config's servers and their messages above[/yellow]")
+    elif kind == "tools_list":
         _err.print(f"[dim]{event.get('count')} tool(s) available[/dim]")
     elif kind == "llm_response" and event.get("tool_calls"):
         names = escape(", ".join(str(c.get("name")) for c in event["tool_calls"]))
@@ -93,7 +105,7 @@ def _progress(event: dict[str, Any]) -> None:
     elif kind == "compression":
         what = "compressed" if event.get("ok") else escape(f"compression failed: {event.get('error')}")
         _err.print(f"[dim]context {what} ({event.get('tokens_before')} -> {event.get('tokens_after')} tokens)[/dim]")
-    elif kind == "error":
+    elif kind == "error" and event.get("where") not in _RUN_ENDING:
         line = escape(f"error ({event.get('where')}): {event.get('error')}")
         _err.print(f"[red]{line}[/red]")
 
@@ -151,12 +163,12 @@ def kb_seed(
 ) -> None:
     """Load the seed documents into the knowledge base (idempotent)."""
     from checkrein.servers.knowledge_seed import seed_knowledge_base
-    from checkrein.servers.knowledge_store import kb_path
+    from checkrein.servers.knowledge_store import KnowledgeBaseUnavailable, kb_path
 
     path = db or kb_path()
     try:
         added, total = seed_knowledge_base(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KnowledgeBaseUnavailable) as exc:
         _err.print(f"[red]{escape(f'cannot seed {path}: {exc}')}[/red]")
         raise typer.Exit(1) from None
     typer.echo(f"added {added} document(s) to {path} ({total} in total)")

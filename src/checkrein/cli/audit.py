@@ -41,11 +41,19 @@ def verify_cmd(
     path: Annotated[Path, typer.Argument(help="Audit directory or one segment file.", show_default=False)],
     key: Annotated[Path | None, typer.Option("--key", help="Ed25519 public key (PEM) that signs the checkpoints.")] = None,
     live: Annotated[bool, typer.Option("--live", help="The writer may still be running: no closing checkpoint needed.")] = False,
+    anchor: Annotated[list[str] | None, typer.Option(
+        "--anchor", help="SEQ:HASH recorded earlier (e.g. a checkpoint's seq and hash); must still be in the log.")] = None,
     as_json: _Json = False,
 ) -> None:
     """Check every line, the hash chain, checkpoints, Merkle roots, signatures, segment links and
     the SQLite copy. Exit 0 valid, 1 invalid (first bad seq and why), 2 unreadable/usage."""
-    report = verify_log(path, public_key=key, live=live)
+    anchors: list[tuple[int, str]] = []
+    for a in anchor or []:
+        seq_text, _, hash_text = a.partition(":")
+        if not seq_text.isdigit() or len(hash_text) != 64:
+            raise _fail(f"--anchor {a!r}: expected SEQ:HASH (a seq number and a 64-digit hex hash)")
+        anchors.append((int(seq_text), hash_text.lower()))
+    report = verify_log(path, public_key=key, live=live, anchors=tuple(anchors))
     if as_json:
         print(json.dumps(report.as_dict(), sort_keys=True))
     elif report.exit_code == 0:
@@ -185,6 +193,8 @@ def reindex_cmd(directory: _Dir) -> None:
         raise _fail(f"{directory}: no such audit directory")
     try:
         n = rebuild_index(directory)
+    except CheckreinError as exc:
+        raise _fail(exc.message, 1) from None
     except (OSError, sqlite3.Error, ValueError) as exc:
         raise _fail(f"reindex failed: {exc}", 1) from None
     print(f"indexed {n} events into {directory / 'index.sqlite'}")

@@ -148,6 +148,9 @@ def lint(
         return
     if not files:
         raise _fail("give at least one FILE to lint")
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise _fail(f"no such file: {', '.join(missing)}")
     kind_value: ConfigKind | None = kind.value if kind else None
     results = [lint_file(f, kind=kind_value, harbor_version=harbor_version) for f in files]
     if as_json:

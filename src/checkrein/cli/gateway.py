@@ -19,10 +19,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
+from checkrein.audit.record import LifecycleRecord
+from checkrein.catalog import PinPlan, plan_pin, read_lock, render_plan, write_lock
 from checkrein.config import Config, load_config
 from checkrein.errors import CheckreinError, ConfigError
-from checkrein.gate.factory import build_gate
+from checkrein.gate.factory import NullAuditTrail, build_gate, default_audit
 from checkrein.gate.pipeline import Gate
 
 __all__ = ["register"]
@@ -72,6 +73,7 @@ def _report_start(gate: Gate) -> None:
 async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
     from checkrein.frontend import Authenticator, serve_http, serve_stdio
     from checkrein.frontend.auth import LOOPBACK_HOSTS
+    from checkrein.gate.reload import ConfigWatcher
 
     if transport is Transport.http:
         auth = Authenticator.from_config(config)  # an unset token variable is a config error, before any spawn
@@ -82,8 +84,11 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 file=config.source,
                 key="gateway.token",
             )
-    async with build_gate(config) as gate:
+    async with build_gate(config) as gate, anyio.create_task_group() as tg:
         _report_start(gate)
+        if config.source:
+            # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
+            await tg.start(ConfigWatcher(config.source, gate.apply_config).run)
         if transport is Transport.stdio:
             await serve_stdio(gate)
         else:
@@ -93,6 +98,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 _err(f"checkrein: serving Streamable HTTP on http://{shown}:{bound}/mcp")
 
             await serve_http(gate, host=host, port=port, on_ready=ready)
+        tg.cancel_scope.cancel()
 
 
 def serve(
@@ -103,6 +109,9 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error (to stderr).")] = "warning",
 ) -> None:
     """Serve every configured server's tools as ONE MCP server (stdio, or Streamable HTTP on /mcp).
+
+    Edits to [policy] apply while running (the file is polled; SIGHUP forces a re-read); other
+    changes are refused with a message until a restart.
 
     Exit codes: 0 ok, 1 failure, 2 usage or config error.
     """
@@ -162,7 +171,7 @@ def tools(
 
 
 async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], Gate]:
-    gate = build_gate(config)
+    gate = build_gate(config, audit=NullAuditTrail())  # listing serves no calls: nothing to audit
     gate.trust_on_first_use = False
     return await _catalog_rows_of(gate)
 
@@ -195,7 +204,7 @@ def pin(
     cfg = _load(config)
     _logging("error")
     try:
-        gate = build_gate(cfg)
+        gate = build_gate(cfg, audit=NullAuditTrail())
         gate.trust_on_first_use = False
         _, gate = anyio.run(_catalog_rows_of, gate)
         lock = read_lock(cfg.lock_path)
@@ -214,10 +223,33 @@ def pin(
         raise typer.Exit(1)
     try:
         write_lock(cfg.lock_path, plan.new_lock)
+        anyio.run(_audit_pin, cfg, plan)
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(1) from None
     typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
+
+
+async def _audit_pin(config: Config, plan: PinPlan) -> None:
+    """Record the pin change in the audit trail, when there is one (`pin.change`)."""
+    if not config.audit.dir:
+        return
+    trail = default_audit(config)
+    try:
+        await trail.record_lifecycle(
+            LifecycleRecord(
+                "pin.change",
+                {
+                    "lock": str(config.lock_path),
+                    "added": list(plan.added),
+                    "changed": list(plan.changed),
+                    "removed": list(plan.removed),
+                    "digests": {n: plan.new_lock[n].digest for n in (*plan.added, *plan.changed)},
+                },
+            )
+        )
+    finally:
+        await trail.aclose()
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from checkrein.catalog import read_lock
@@ -88,7 +89,11 @@ def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
     return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}
 
 
-def _identity(config: Config, name: str | None) -> Identity:
+def _identity(config: Config, name: str | None, anonymous: bool = False) -> Identity:
+    if anonymous:
+        if name is not None:
+            raise _usage("--identity and --anonymous exclude each other")
+        return Identity("anonymous", source="anonymous", authenticated=False)
     if name is None:
         return local_identity()
     for ident in config.identities:
@@ -113,7 +118,7 @@ def _print_decision(exposed: str, d: Decision, as_json: bool, policy: CompiledPo
         return
     console = Console(highlight=False, soft_wrap=True)
     style = {"allow": "green", "deny": "red", "ask": "yellow"}[d.effect]
-    console.print(f"[bold {style}]{d.effect}[/]  {exposed}  rule={d.rule_id}  risk={d.risk}")
+    console.print(f"[bold {style}]{d.effect}[/]  {escape(f'{exposed}  rule={d.rule_id}  risk={d.risk}')}")
     for r in d.reasons:
         console.print(f"  reason: {r}", markup=False)
     for f in d.findings:
@@ -128,14 +133,17 @@ def check(
     config_path: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")] = _DEFAULT_CONFIG,
     identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    anonymous: bool = typer.Option(False, "--anonymous", help="Decide for an unauthenticated HTTP caller."),
 ) -> None:
-    """Print the decision for one call. Exit 0 allow, 3 deny, 4 ask, 2 usage error."""
+    """Print the decision for one call. Exit 0 allow, 3 deny, 4 ask, 2 usage error.
+
+    The caller is the local user (as for stdio) unless --identity or --anonymous says otherwise."""
     try:
         arguments = json.loads(args)
     except ValueError as exc:
         raise _usage(f"--args is not valid JSON: {exc}") from None
     config, policy = _load(config_path)
-    who = _identity(config, identity)
+    who = _identity(config, identity, anonymous)
     server, _, name = tool.partition(config.gateway.separator)
     call = ToolCall(who, "policy-check", "", "", tool, arguments, server=server, tool=name)
     if tool not in policy.plans:

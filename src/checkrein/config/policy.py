@@ -174,6 +174,8 @@ class ApprovalSettings(_Strict):
     webhook_headers: dict[str, str] = Field(default_factory=dict)
     ttl_s: float = Field(300.0, gt=0)
     """How long a granted approval stays valid for the same arguments and policy."""
+    auto_max_risk: Literal["low", "medium", "high", "critical"] = "medium"
+    """Mode `auto` grants calls up to this risk without a human (every grant is audited)."""
 
     @model_validator(mode="after")
     def _webhook_needs_url(self) -> ApprovalSettings:

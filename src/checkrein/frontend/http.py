@@ -101,7 +101,15 @@ def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator |
             }
         )
 
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *config.gateway.allowed_origins]
+    # HttpGuard decides on Origin; the SDK's own check below must not be stricter than it is.
+    loopback_origins = [
+        f"{scheme}://{h}{port}"
+        for scheme in ("http", "https")
+        for h in ("127.0.0.1", "localhost", "[::1]")
+        for port in ("", ":*")
+    ]
+    configured = [o.rstrip("/") for o in config.gateway.allowed_origins]
+    origins = [*loopback_origins, *configured, *config.gateway.allowed_origins]
     loopback = host in LOOPBACK_HOSTS
     security = TransportSecuritySettings(
         # Host-header (DNS rebinding) checks only make sense when we know every name we answer to.

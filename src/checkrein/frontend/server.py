@@ -100,7 +100,15 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         call = self.calls.make(ctx, kind="tool", name=params.name, arguments=dict(params.arguments or {}))
-        return await self.gate.call_tool(call)
+        elicitor = self.gate.elicitor
+        if elicitor is None:
+            return await self.gate.call_tool(call)
+        # An approver may need to ask this very client (elicitation) while the call is held.
+        elicitor.register(call.session_id, ctx.session, ctx.request_id)
+        try:
+            return await self.gate.call_tool(call)
+        finally:
+            elicitor.unregister(call.session_id)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

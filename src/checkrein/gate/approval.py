@@ -14,9 +14,9 @@ Modes:
 - ``deny``     refuses everything that asks.
 
 `BoundApprover` wraps any of them: it checks that the request's ``args_digest`` is the digest of the
-call's arguments, answers from a cache of grants keyed by (exposed name, args digest, policy digest)
-until their expiry (``ttl_s``), so a grant can never be replayed for other arguments or after the
-policy changed, and turns a timeout or any approver error into `ApprovalError` (``approval.failed``).
+call's arguments, answers from a cache of grants keyed by (identity, exposed name, args digest,
+policy digest) until their expiry (``ttl_s``), so a grant can never be replayed for other
+arguments, by another identity, or after the policy changed, and turns a timeout or any approver error into `ApprovalError` (``approval.failed``).
 An explicit "no" is a normal `ApprovalResult(granted=False)`.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import threading
 import time
@@ -55,6 +56,7 @@ __all__ = [
     "WebhookApprover",
     "build_approver",
     "elicit_approval",
+    "printable",
     "request_summary",
 ]
 
@@ -65,8 +67,23 @@ Elicitor = Callable[[ApprovalRequest], Awaitable[ElicitAnswer]]
 through MCP elicitation. Return ``unsupported`` when that client did not declare the capability."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, limit: int = 1000) -> str:
+    """``text`` safe to show a human: control, bidi and zero-width characters escaped, length capped.
+
+    The summary carries argument previews chosen by the model (or by whoever injected it): raw
+    escape sequences could repaint the terminal and make a dangerous call look harmless.
+    """
+    out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
 def request_summary(request: ApprovalRequest) -> dict[str, Any]:
-    """The JSON a webhook receives (and what a human is shown): no raw argument values."""
+    """The JSON a webhook receives. Argument values appear only inside ``summary``, the gate's
+    preview with the decision's redactions already masked; the arguments themselves are bound by
+    ``args_digest``."""
     call, d = request.call, request.decision
     return {
         "exposed_name": call.exposed_name,
@@ -81,18 +98,24 @@ def request_summary(request: ApprovalRequest) -> dict[str, Any]:
         "findings": [f.as_dict() for f in d.findings],
         "args_digest": request.args_digest,
         "policy_digest": request.policy_digest,
-        "summary": request.summary,
+        "summary": printable(request.summary),
     }
 
 
+_RISK_ORDER = ("low", "medium", "high", "critical")
+
+
 class AutoApprover:
-    """Grants low and medium risk; refuses the rest."""
+    """Grants risks up to ``max_risk`` (default medium); refuses the rest, and unknown risk always."""
 
     name = "auto"
 
+    def __init__(self, max_risk: str = "medium") -> None:
+        self.max_risk = max_risk
+
     async def approve(self, request: ApprovalRequest) -> ApprovalResult:
         risk = request.decision.risk
-        if risk in ("low", "medium"):
+        if risk in _RISK_ORDER and _RISK_ORDER.index(risk) <= _RISK_ORDER.index(self.max_risk):
             return ApprovalResult(True, self.name, f"{risk} risk is approved automatically")
         return ApprovalResult(False, self.name, f"{risk} risk needs a human approver (approval mode is auto)")
 
@@ -129,7 +152,7 @@ class CliApprover:
         except OSError as exc:
             raise ApprovalError(f"no controlling terminal for approval prompts ({exc.strerror})") from exc
         try:
-            os.write(fd, f"\ncheckrein: approve? {summary}\n[y/N] ".encode("utf-8", "replace"))
+            os.write(fd, f"\ncheckrein: approve? {printable(summary)}\n[y/N] ".encode("utf-8", "replace"))
             deadline = time.monotonic() + self.timeout_s
             buf = b""
             while b"\n" not in buf and b"\r" not in buf and len(buf) < 256:
@@ -210,7 +233,7 @@ async def elicit_approval(
     legacy = types.ClientCapabilities(elicitation=types.ElicitationCapability())
     if not (session.check_client_capability(wanted) or session.check_client_capability(legacy)):
         return "unsupported"
-    message = f"checkrein: approve this tool call? {request.summary} (rule {request.decision.rule_id})"
+    message = printable(f"checkrein: approve this tool call? {request.summary} (rule {request.decision.rule_id})")
     try:
         result = await session.elicit_form(message, _APPROVE_SCHEMA, related_request_id)
     except NoBackChannelError:
@@ -264,7 +287,7 @@ class _Grant:
 
 
 class BoundApprover:
-    """Binds grants to (exposed name, args digest, policy digest) with an expiry; fails closed.
+    """Binds grants to (identity, exposed name, args digest, policy digest) with an expiry; fails closed.
 
     ``clock`` is wall time (``time.time``) so ``expires_at`` means the same to every reader; tests
     pass a fake. At most ``max_grants`` grants are kept (oldest dropped first).
@@ -284,7 +307,7 @@ class BoundApprover:
         self.timeout_s = timeout_s
         self.clock = clock
         self.max_grants = max_grants
-        self._grants: dict[tuple[str, str, str], _Grant] = {}
+        self._grants: dict[tuple[str, str, str, str], _Grant] = {}
         self._lock = threading.Lock()
         self.failures = 0
         """Count of approver errors and timeouts (each denied the call)."""
@@ -299,7 +322,7 @@ class BoundApprover:
         if digest(call.arguments) != request.args_digest:
             self.failures += 1
             raise ApprovalError("the approval request's args_digest does not match the call's arguments")
-        key = (call.exposed_name, request.args_digest, request.policy_digest)
+        key = (call.identity.user, call.exposed_name, request.args_digest, request.policy_digest)
         now = self.clock()
         with self._lock:
             grant = self._grants.get(key)
@@ -344,7 +367,7 @@ def build_approver(
     """
     inner: Approver
     if settings.mode == "auto":
-        inner = AutoApprover()
+        inner = AutoApprover(settings.auto_max_risk)
     elif settings.mode == "deny":
         inner = DenyApprover()
     elif settings.mode == "cli":

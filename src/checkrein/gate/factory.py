@@ -1,26 +1,33 @@
 """`build_gate`: wire a `Gate` from a `Config` with defaults for every part not given.
 
-Other packages extend this by replacing a default below with theirs; keep each line obvious.
+Defaults, one line each (other packages replace theirs here):
+
+    upstreams   `UpstreamPool` of `[[servers]]` (list_changed and lifecycle events reach the gate)
+    audit       `open_audit_trail` when `[audit] dir` is set, else `NullAuditTrail`
+    approver    `build_approver([approval])`, with elicitation through the frontend's sessions
+    budget      `InProcessBudget([budgets])` when limits are configured, else none
+    inspector   `DefaultInspector([policy.results])`
+
 Use the result as ``async with build_gate(config) as gate: ...``.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
 from checkrein.config import Config, ServerConfig
 from checkrein.policy import ResultInspector
-from checkrein.policy.inspect import DefaultInspector
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
 from .pipeline import Gate
 from .seams import Approver, Budget
 
-__all__ = ["NullAuditTrail", "build_gate", "resolve_python"]
+__all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
 
 _PYTHON_NAMES = frozenset({"python", "python3"})
 
@@ -55,6 +62,19 @@ class NullAuditTrail:
         return None
 
 
+def default_audit(config: Config) -> AuditTrail:
+    """The chained log under `[audit] dir` (secrets found by the policy's finder), or nothing.
+
+    Raises ``AuditUnavailable`` / ``AuditError`` when the log cannot be opened (fail closed).
+    """
+    if not config.audit.dir:
+        return NullAuditTrail()
+    from checkrein.audit import open_audit_trail
+    from checkrein.policy.analyzers import find_secrets
+
+    return open_audit_trail(config.audit, config.base_dir, secret_finder=find_secrets)
+
+
 def build_gate(
     config: Config,
     *,
@@ -64,8 +84,15 @@ def build_gate(
     budget: Budget | None = None,
     inspector: ResultInspector | None = None,
 ) -> Gate:
-    """A gate over ``upstreams`` (default: an `UpstreamPool` of the configured servers whose
-    list_changed and lifecycle events reach the gate). Not started: use ``async with``."""
+    """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
+
+    Raises ``ConfigError`` (e.g. an approval webhook header naming an unset variable) and the
+    errors of `default_audit`.
+    """
+    from checkrein.gate.approval import SessionElicitor, build_approver
+    from checkrein.gate.budget import InProcessBudget
+    from checkrein.policy.inspect import DefaultInspector
+
     gate: Gate | None = None
 
     async def tools_changed(server: str) -> None:
@@ -79,12 +106,20 @@ def build_gate(
     if upstreams is None:
         servers = [resolve_python(s) for s in config.servers]
         upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event)
+    elicitor = SessionElicitor()
+    if approver is None:
+        approver = build_approver(config.approval, clock=time.time, elicitor=elicitor)
+    if budget is None and config.budgets.limits:
+        budget = InProcessBudget(config.budgets, separator=config.gateway.separator)
+    if inspector is None:
+        inspector = DefaultInspector(config.policy.results)
     gate = Gate(
         config,
         upstreams,
-        audit if audit is not None else NullAuditTrail(),
+        audit if audit is not None else default_audit(config),
         approver=approver,
         budget=budget,
-        inspector=inspector if inspector is not None else DefaultInspector(config.policy.results),
+        inspector=inspector,
     )
+    gate.elicitor = elicitor
     return gate

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 import mcp.types as types
@@ -33,7 +33,7 @@ from checkrein.catalog import (
 )
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
-from checkrein.errors import CheckreinError
+from checkrein.errors import CheckreinError, ConfigError
 from checkrein.policy import (
     CompiledPolicy,
     Identity,
@@ -50,12 +50,21 @@ from .seams import Approver, Budget
 from .session import SessionTable
 from .steps import CallContext, CallNext, CallOutcome, CallRefused, Counters, build_chain, default_steps
 
-__all__ = ["CatalogListener", "Counters", "Gate"]
+__all__ = ["CatalogListener", "Counters", "Gate", "SessionRegistry"]
 
 log = logging.getLogger("checkrein.gate")
 
 CatalogListener = Callable[[], Awaitable[None]]
 """Called after the catalog changed (a refresh), so the frontend can send list_changed."""
+
+
+class SessionRegistry(Protocol):
+    """Where the frontend registers the client session of a call, so an approver can ask that
+    client (elicitation). `checkrein.gate.approval.SessionElicitor` implements it."""
+
+    def register(self, session_id: str, session: Any, related_request_id: Any = None) -> None: ...
+
+    def unregister(self, session_id: str) -> None: ...
 
 
 class Gate:
@@ -88,6 +97,8 @@ class Gate:
         """Server name -> why it failed to start (stderr tail). Those servers are not served."""
         self.catalog: Catalog = build_catalog({}, separator=self.separator, pins={})
         self.policy: CompiledPolicy = compile_policy(config, {})
+        self.elicitor: SessionRegistry | None = None
+        """Set by `build_gate` when the approver can ask the client (elicitation)."""
         self.trust_on_first_use = True
         """Whether entering the gate writes the lock when there is none (`tools`/`pin` turn it off)."""
         self.lock_written = False
@@ -146,7 +157,8 @@ class Gate:
             await up.start()
         except Exception as exc:  # one server failing to start must not stop the others
             self.failures[up.name] = str(exc) or type(exc).__name__
-            log.warning("server %r failed to start: %s", up.name, self.failures[up.name], exc_info=True)
+            log.warning("server %r failed to start: %s", up.name, self.failures[up.name])
+            log.debug("start failure of %r", up.name, exc_info=True)
 
     async def aclose(self) -> None:
         """Close the upstreams, then the audit trail (after recording the stop). Idempotent."""
@@ -227,6 +239,43 @@ class Gate:
                     await listener()
                 except Exception:  # a client that went away must not break the refresh
                     log.exception("catalog listener failed")
+
+    async def apply_config(self, config: Config) -> None:
+        """Put a re-read config in force without a restart: `[policy]` (rules, risks, read-only
+        retries, result settings seen by the policy), approval timeout, audit failure mode. Calls in
+        flight finish under the old policy.
+
+        Raises ``ConfigError`` for changes that need a restart (servers, separator, lock file,
+        approval, budgets, audit location, identities) and whatever ``compile_policy`` raises; the
+        old config then stays in force.
+        """
+        old = self.config
+        restart = [
+            name
+            for name, before, after in (
+                ("[[servers]]", old.servers, config.servers),
+                ("gateway.separator", old.gateway.separator, config.gateway.separator),
+                ("gateway.lock_file", old.gateway.lock_file, config.gateway.lock_file),
+                ("gateway.token", old.gateway.token, config.gateway.token),
+                ("[[identities]]", old.identities, config.identities),
+                ("[approval]", old.approval, config.approval),
+                ("[budgets]", old.budgets, config.budgets),
+                ("audit.dir", old.audit.dir, config.audit.dir),
+            )
+            if before != after
+        ]
+        if restart:
+            raise ConfigError(f"{', '.join(restart)} changed: restart checkrein to apply", file=config.source)
+        policy = compile_policy(config, self.catalog.ok_tools)
+        old_digest = self.policy.digest
+        self.config, self.policy = config, policy
+        self._read_only_rules = {k: r.read_only for k, r in config.policy.tools.items() if r.read_only is not None}
+        await self.record_lifecycle("policy.reload", {"old_digest": old_digest, "new_digest": policy.digest})
+        for listener in list(self._listeners):
+            try:
+                await listener()
+            except Exception:  # a client that went away must not break the reload
+                log.exception("catalog listener failed")
 
     async def reload_lock_if_changed(self) -> bool:
         """Rebuild when `checkrein pin` (or anyone) rewrote the lock since the last build.

@@ -382,7 +382,6 @@ class ApprovalStep:
 
     gate: Gate
     approver: Approver | None
-    timeout_s: float
     _grants: dict[tuple[str, str, str, str], ApprovalResult] = field(default_factory=dict)
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
@@ -399,12 +398,13 @@ class ApprovalStep:
             counters.approval_failures += 1
             return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; approval is required but no approver is configured")
         request = ApprovalRequest(call, d, args_digest, self.gate.policy.digest, _summary(call, d))
+        timeout_s = self.gate.config.approval.timeout_s
         try:
-            with anyio.fail_after(self.timeout_s):
+            with anyio.fail_after(timeout_s):
                 answer = await self.approver.approve(request)
         except TimeoutError:
             counters.approval_failures += 1
-            return deny(ctx, "approval.failed", d.rule_id, f"no approval within {self.timeout_s:g} s")
+            return deny(ctx, "approval.failed", d.rule_id, f"no approval within {timeout_s:g} s")
         except Exception as exc:  # an approver that fails denies (fail closed)
             counters.approval_failures += 1
             log.exception("approver raised")
@@ -560,7 +560,7 @@ def default_steps(
         CatalogStep(gate),
         WritableStep(gate),
         PolicyStep(gate),
-        ApprovalStep(gate, approver, gate.config.approval.timeout_s),
+        ApprovalStep(gate, approver),
         BudgetStep(gate, budget),
         InspectStep(gate, inspector),
     ]

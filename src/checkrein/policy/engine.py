@@ -15,6 +15,11 @@
 
 Any exception inside these steps (an analyzer's included) denies the call with rule and error code
 ``policy.error`` and is counted in `CompiledPolicy.counters` under a degradation name.
+
+Error codes of denials: ``policy.arguments_rejected`` (bounds, schema, constraints),
+``policy.denied`` (governance, ``approval = "deny"``), ``policy.finding`` (an analyzer finding),
+``tool.not_found``, ``policy.error``. The only I/O `decide` can ever do is the DNS resolver handed to
+`compile_policy`, and only when ``[policy.urls] resolve_dns = true``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from checkrein.canonical import digest
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.config.gateway import SecurityLevel
-from checkrein.config.policy import ArgKind
+from checkrein.config.policy import ANALYZERS, ArgKind
 from checkrein.policy.analyzers.api import Resolver, ScanContext
 
 from .bounds import argument_problem
@@ -59,7 +64,7 @@ __all__ = [
 Scanner = Callable[[Mapping[str, Any], ScanContext], Sequence[Finding]]
 """`checkrein.policy.analyzers.scan_arguments`, or a stand-in (tests, benchmarks)."""
 
-_ALL_ANALYZERS = frozenset({"paths", "urls", "shell", "sql", "secrets"})
+_ALL_ANALYZERS = frozenset(ANALYZERS)
 
 
 class PolicyCounters:

@@ -17,8 +17,14 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt
 
 from ._base import BundledServer
-from ._run import LOG_LEVEL, parse_server_args, serve
-from .knowledge_store import MAX_SOURCE_CHARS, MAX_TEXT_CHARS, KnowledgeBase, kb_path
+from ._run import LOG_LEVEL, cannot_start, parse_server_args, serve
+from .knowledge_store import (
+    MAX_SOURCE_CHARS,
+    MAX_TEXT_CHARS,
+    KnowledgeBase,
+    KnowledgeBaseUnavailable,
+    kb_path,
+)
 
 __all__ = ["build_server", "main"]
 
@@ -40,7 +46,8 @@ class _Store:
 
 
 def build_server(path: Path) -> BundledServer:
-    """The knowledge server over the SQLite file at ``path`` (created if missing)."""
+    """The knowledge server over the SQLite file at ``path`` (created if missing); raises
+    `KnowledgeBaseUnavailable` when that file cannot be opened as a knowledge base."""
     store = _Store(path)
     server = BundledServer(
         "knowledge",
@@ -89,7 +96,11 @@ def build_server(path: Path) -> BundledServer:
 def main(argv: list[str] | None = None) -> None:
     options = parse_server_args("knowledge", argv)
     path = kb_path()
-    serve(build_server(path), options, health=lambda: {"database": str(path)})
+    try:
+        server = build_server(path)
+    except KnowledgeBaseUnavailable as exc:
+        cannot_start("knowledge", f"cannot open the knowledge base {path}", exc)
+    serve(server, options, health=lambda: {"database": str(path)})
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ One of them answers "which months suit running in Shanghai" (April-May and Octob
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
-from .knowledge_store import KnowledgeBase
+from .knowledge_store import KnowledgeBase, KnowledgeBaseUnavailable
 
 __all__ = ["SEED_DOCUMENTS", "seed_knowledge_base"]
 
@@ -72,10 +73,13 @@ SEED_DOCUMENTS: tuple[tuple[str, str], ...] = (
 
 def seed_knowledge_base(path: Path) -> tuple[int, int]:
     """Load `SEED_DOCUMENTS` into the database at ``path``; returns ``(added, total)``.
-    Running it twice adds nothing the second time."""
+    Running it twice adds nothing the second time. Raises `KnowledgeBaseUnavailable` when the
+    file cannot be opened or written."""
     kb = KnowledgeBase(path)
     try:
         added = kb.add_many(SEED_DOCUMENTS)
         return added, kb.count()
+    except sqlite3.Error as exc:
+        raise KnowledgeBaseUnavailable(str(exc)) from None
     finally:
         kb.close()

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "Hit",
     "KnowledgeBase",
+    "KnowledgeBaseUnavailable",
     "fts_query",
     "kb_path",
 ]
@@ -90,15 +91,28 @@ class Hit:
     """BM25 relevance, higher is better (SQLite's bm25() negated)."""
 
 
+class KnowledgeBaseUnavailable(RuntimeError):
+    """The database file cannot be created or opened (missing directory, not a SQLite file, a
+    directory, no FTS5); the message says which and is safe to print."""
+
+
 class KnowledgeBase:
     """One SQLite file. Not thread-safe: use one instance per thread."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Open (or create) the database at ``path``; raises `KnowledgeBaseUnavailable`."""
         self.path = path
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise KnowledgeBaseUnavailable(getattr(exc, "strerror", None) or str(exc)) from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise KnowledgeBaseUnavailable(str(exc)) from None
 
     def close(self) -> None:
         self._db.close()

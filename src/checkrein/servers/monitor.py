@@ -31,7 +31,7 @@ from pydantic import Field, StrictInt
 from checkrein.canonical import canonical_json, sha256_hex
 
 from ._base import BundledServer
-from ._run import LOG_LEVEL, parse_server_args, serve, state_dir
+from ._run import LOG_LEVEL, cannot_start, parse_server_args, serve, state_dir
 
 __all__ = ["AUDIT_SCHEMA_VERSION", "INCIDENTS", "MonitorAudit", "audit_path", "build_server", "main"]
 
@@ -204,7 +204,10 @@ def build_server(audit: MonitorAudit) -> MCPServer[Any]:
 def main(argv: list[str] | None = None) -> None:
     options = parse_server_args("monitor", argv)
     audit = MonitorAudit(audit_path())
-    audit.open()
+    try:
+        audit.open()
+    except OSError as exc:
+        cannot_start("monitor", f"cannot create the audit file {audit.path}", exc)
     serve(build_server(audit), options, health=lambda: {"audit": str(audit.path)})
 
 

@@ -21,7 +21,7 @@ from pydantic import Field, StrictBool, StrictInt
 
 from . import weather
 from ._base import BundledServer
-from ._run import LOG_LEVEL, parse_server_args, serve
+from ._run import LOG_LEVEL, cannot_start, parse_server_args, serve
 from .sandbox_commands import CommandRefused, parse_command, run_command
 from .sandbox_paths import PROTECTED_FILES, PathRefused, resolve_in_sandbox, sandbox_dir, seed_sandbox
 
@@ -143,7 +143,10 @@ def build_server(root: Path) -> BundledServer:
 def main(argv: list[str] | None = None) -> None:
     options = parse_server_args("sandbox", argv)
     root = sandbox_dir()
-    seed_sandbox(root)
+    try:
+        seed_sandbox(root)
+    except OSError as exc:
+        cannot_start("sandbox", f"cannot prepare the sandbox directory {root}", exc)
     serve(build_server(root.resolve()), options, health=lambda: {"sandbox": str(root)})
 
 

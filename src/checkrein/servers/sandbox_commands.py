@@ -3,8 +3,9 @@
 `parse_command` is pure: it splits the line with POSIX rules and refuses shell syntax (pipes,
 redirection, chaining, substitution, variables), programs outside the allowlist,
 options outside each program's small list, and file arguments that fail `check_filename`.
-`run_command` executes the parsed argv without a shell, with a minimal environment, a timeout
-and a cap on the output kept.
+`run_command` re-checks each file argument against the directory it runs in (a symlink in the
+sandbox that points outside is refused, as `read_file` refuses it), then executes the argv
+without a shell, with a minimal environment, a timeout and a cap on the output kept.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from .sandbox_paths import PathRefused, check_filename
+from .sandbox_paths import PathRefused, check_filename, resolve_in_sandbox
 
 __all__ = [
     "ALLOWED_PROGRAMS",
@@ -101,11 +102,23 @@ def parse_command(command: str) -> tuple[str, ...]:
     return tuple(argv)
 
 
+def _file_arguments(argv: tuple[str, ...]) -> list[str]:
+    if argv[0] not in _TAKES_FILES:
+        return []
+    return [a for a in argv[1:] if not a.startswith("-")]
+
+
 def run_command(argv: tuple[str, ...], cwd: Path, *, timeout_s: float = COMMAND_TIMEOUT_S) -> CommandResult:
     """Run ``argv`` (from `parse_command`) in ``cwd`` without a shell.
 
-    Raises `CommandRefused` when it times out or the program cannot be started.
+    Raises `CommandRefused` when a file argument resolves outside ``cwd`` (a symlink pointing
+    out), when the command times out, or when the program cannot be started.
     """
+    for arg in _file_arguments(argv):
+        try:
+            resolve_in_sandbox(cwd, arg)
+        except PathRefused as exc:
+            raise CommandRefused(f"{exc} (argument {arg!r})") from None
     try:
         # argv comes from parse_command's allowlist; no shell is involved.
         proc = subprocess.run(

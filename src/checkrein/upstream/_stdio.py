@@ -34,6 +34,8 @@ _stderr_log = logging.getLogger("checkrein.upstream.stderr")
 
 _EXIT_GRACE_S = 2.0
 """How long a server may take to exit after its stdin closes before its process group is killed."""
+_DIAGNOSIS_WAIT_S = 2.0
+"""How long an exited server's exit code and last stderr lines are awaited for the error message."""
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 """One JSON-RPC message larger than this is treated as a broken server, not buffered forever."""
 
@@ -141,6 +143,7 @@ async def open_stdio(
         raise UpstreamUnavailable(f"cannot start {command!r}: {exc}") from exc
 
     process_info.pid = process.pid
+    stderr_done = anyio.Event()
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
 
@@ -168,20 +171,27 @@ async def open_stdio(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             logger.debug("stdout pump of pid %s stopped", process.pid)
         finally:
-            with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await process.stdout.aclose()
-            # Give the exit code a moment to land so the error message can name it.
-            with anyio.move_on_after(0.5):
-                while process.returncode is None:
-                    await anyio.sleep(0.01)
-            process_info.returncode = process.returncode
-            process_info.exited.set()
+            try:
+                with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await process.stdout.aclose()
+                # Give the exit code and the last stderr lines a moment to land, so the error
+                # message can name them (bounded: a grandchild may hold stderr open).
+                with anyio.move_on_after(_DIAGNOSIS_WAIT_S):
+                    await stderr_done.wait()
+                    while process.returncode is None:
+                        await anyio.sleep(0.01)
+            finally:
+                process_info.returncode = process.returncode
+                process_info.exited.set()
 
     async def pump_stderr() -> None:
         assert process.stderr is not None
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-            async for chunk in process.stderr:
-                process_info.stderr.feed(chunk)
+        try:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                async for chunk in process.stderr:
+                    process_info.stderr.feed(chunk)
+        finally:
+            stderr_done.set()
 
     async def pump_stdin() -> None:
         assert process.stdin is not None
@@ -205,6 +215,10 @@ async def open_stdio(
                 await write_send.aclose()
                 await read_recv.aclose()
                 await _stop(process)
+                with anyio.move_on_after(_DIAGNOSIS_WAIT_S):
+                    await stderr_done.wait()
+                await _close_output(process)
+                process_info.returncode = process.returncode
             tg.cancel_scope.cancel()
 
 
@@ -235,6 +249,9 @@ async def _stop(process: anyio.abc.Process) -> None:
     with anyio.move_on_after(_EXIT_GRACE_S):
         while process.returncode is None:
             await anyio.sleep(0.01)
+
+
+async def _close_output(process: anyio.abc.Process) -> None:
     for stream in (process.stdout, process.stderr):
         if stream is not None:
             with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -229,6 +229,9 @@ class McpUpstream:
         while we were idle) never ran, so it is sent once more on a fresh session.
         """
         link = self._link
+        if link is not None and not link.dead and link.session.connection_closed():
+            # It died while idle (an HTTP/SSE server went away): this request was never sent.
+            await self._link_lost(link, "the connection closed while idle", penalize=False)
         if link is None or link.dead:
             link = await self._revive()
         for attempt in (1, 2):

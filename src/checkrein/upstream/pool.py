@@ -122,6 +122,11 @@ class UpstreamPool(Mapping[str, Upstream]):
     def infos(self) -> list[UpstreamInfo]:
         return [up.info for up in self._all.values()]
 
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per configured server: its restarts and degradation counters (``bad_messages``,
+        ``hook_errors``, ``refresh_failures``), for ``checkrein stats`` and the audit."""
+        return {name: {"restarts": up.info.restarts, **up.stats} for name, up in self._managed.items()}
+
     async def aclose(self) -> None:
         """Stop every upstream and its process; idempotent."""
         for up in self._all.values():

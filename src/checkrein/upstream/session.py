@@ -37,6 +37,11 @@ class UpstreamSession(ClientSession):
     async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
         return None
 
+    def connection_closed(self) -> bool:
+        """True once the transport ended (e.g. an idle SSE stream dropped): nothing sent now
+        could be answered, and nothing was sent, so a fresh connection may carry it."""
+        return bool(getattr(self._dispatcher, "_closed", False))
+
     async def forward_tool_call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """``tools/call`` on the hot path: the same wire message and era stamping as ``call_tool``,
         without building and dumping a request model and without validating the result twice

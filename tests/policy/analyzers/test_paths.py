@@ -86,3 +86,11 @@ def test_untyped_text_is_only_flagged_on_high_confidence(value: str) -> None:
 )
 def test_untyped_values_still_catch_unambiguous_traversal(value: str) -> None:
     assert kinds_of(scan_one(value), "paths")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["css/box-shadow.css", "https://example.com/account/passwd-reset", "img/system32-icon.png", "docs/web.config.md"],
+)
+def test_untyped_relative_paths_with_sensitive_looking_words_are_clean(value: str) -> None:
+    assert kinds_of(scan_one(value), "paths") == set()

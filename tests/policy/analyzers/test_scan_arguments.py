@@ -104,3 +104,11 @@ def test_benign_arguments_of_a_typical_agent_call_are_clean() -> None:
     }
     kinds = {"/path": "path", "/url": "url", "/query": "query", "/command": "command"}
     assert scan_arguments(args, ScanContext(kinds=kinds)) == []  # type: ignore[arg-type]
+
+
+def test_evidence_never_shows_part_of_a_secret_cut_by_its_edge() -> None:
+    secret = "ghp_" + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd"
+    for offset in range(0, 90, 7):
+        value = "../../../../etc/passwd " + "x" * offset + " " + secret + " more text"
+        for f in scan_arguments({"v": value}, ScanContext(kinds={"/v": "path"})):
+            assert "Zq8Xw2Lm" not in f.evidence and "Kg1Saabcd" not in f.evidence, (offset, f.evidence)

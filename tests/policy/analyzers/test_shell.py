@@ -89,6 +89,9 @@ def test_untyped_strings_catch_high_confidence_injection(text: str) -> None:
         "ls",
         "echo",
         "Rock & roll; type it loud",
+        "| Pos | Driver | Time / behind |\n|---|---|---|\n| 1 | Ann | +0.5 |",
+        "| Year | Team | NC |",
+        "Visit Shí Lín; Shí is a name",
     ],
 )
 def test_untyped_prose_is_clean(text: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from checkrein.errors import ConfigError
 
-from .collect import ImportCollector
+from .collect import ImportCollector, require_string_map, require_strings
 from .jsonc import read_jsonc
 from .model import ImportedServer, ImportResult
 
@@ -38,18 +38,6 @@ def server_table(value: Any) -> tuple[dict[str, Any], bool]:
     if value and all(isinstance(v, dict) and ("command" in v or "url" in v) for v in value.values()):
         return value, False
     raise ConfigError("no `mcpServers` object found (not a Claude MCP config?)")
-
-
-def _strings(value: Any, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{what} must be a list of strings")
-    return list(value)
-
-
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ConfigError(f"{what} must be an object of strings")
-    return dict(value)
 
 
 def read_claude(text: str, *, source: str = "<claude>") -> ImportResult:
@@ -90,8 +78,8 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
             name,
             transport="stdio",
             command=spec["command"],
-            args=_strings(spec.get("args", []), "`args`"),
-            env=_string_map(spec.get("env", {}), "`env`"),
+            args=require_strings(spec.get("args", []), "`args`"),
+            env=require_string_map(spec.get("env", {}), "`env`"),
             cwd=spec.get("cwd") if isinstance(spec.get("cwd"), str) else None,
         )
         return
@@ -104,7 +92,7 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
             name,
             transport="sse" if kind == "sse" else "streamable-http",
             url=spec["url"],
-            headers=_string_map(spec.get("headers", {}), "`headers`"),
+            headers=require_string_map(spec.get("headers", {}), "`headers`"),
         )
         return
     if kind not in (None, "stdio", "http", "sse"):

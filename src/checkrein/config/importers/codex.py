@@ -11,15 +11,14 @@ Streamable HTTP servers have ``url``, ``bearer_token_env_var``, ``http_headers``
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from checkrein.errors import ConfigError
 
-from .collect import ImportCollector
+from .collect import ImportCollector, require_string_map, require_strings
 from .model import ImportedServer, ImportResult
-from .toml_text import toml_key, toml_value
+from .toml_text import read_toml, toml_key, toml_value
 
 __all__ = ["SERVER_KEYS", "read_codex", "render_codex"]
 
@@ -36,26 +35,10 @@ _WHOLE_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _BEARER_REF = re.compile(r"^Bearer \$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
-def _strings(value: Any, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{what} must be an array of strings")
-    return list(value)
-
-
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ConfigError(f"{what} must be a table of strings")
-    return dict(value)
-
-
 def read_codex(text: str, *, source: str = "<codex>") -> ImportResult:
     """Servers of a Codex `config.toml`. Raises ``ConfigError`` (with the line) on malformed TOML
     or a malformed server."""
-    try:
-        data = tomllib.loads(text.removeprefix("\ufeff"))
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        raise ConfigError(f"malformed TOML: {exc}", file=source, line=int(m.group(1)) if m else None) from exc
+    data = read_toml(text, source=source)
     servers = data.get("mcp_servers", {})
     if not isinstance(servers, dict):
         raise ConfigError("`mcp_servers` must be a table", file=source, key="mcp_servers")
@@ -88,14 +71,14 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
             out.note(name, f"`{key}` is not carried over: express it in checkrein's [policy] allow/deny")
     enabled = spec.get("enabled", True) is not False
     if isinstance(spec.get("command"), str):
-        env = _string_map(spec.get("env", {}), "`env`")
-        for var in _strings(spec.get("env_vars", []), "`env_vars`"):
+        env = require_string_map(spec.get("env", {}), "`env`")
+        for var in require_strings(spec.get("env_vars", []), "`env_vars`"):
             env.setdefault(var, "${" + var + "}")
         out.add(
             name,
             transport="stdio",
             command=spec["command"],
-            args=_strings(spec.get("args", []), "`args`"),
+            args=require_strings(spec.get("args", []), "`args`"),
             env=env,
             cwd=spec.get("cwd") if isinstance(spec.get("cwd"), str) else None,
             timeout_s=_timeout(spec),
@@ -103,8 +86,8 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
         )
         return
     if isinstance(spec.get("url"), str):
-        headers = _string_map(spec.get("http_headers", {}), "`http_headers`")
-        for header, var in _string_map(spec.get("env_http_headers", {}), "`env_http_headers`").items():
+        headers = require_string_map(spec.get("http_headers", {}), "`http_headers`")
+        for header, var in require_string_map(spec.get("env_http_headers", {}), "`env_http_headers`").items():
             headers[header] = "${" + var + "}"
         token_var = spec.get("bearer_token_env_var")
         if isinstance(token_var, str) and token_var:

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
+
+from checkrein.errors import ConfigError
 
 from .model import ClientFormat, ImportedServer, ImportNote, ImportResult, MovedSecret
 from .secrets import SecretMover
 
-__all__ = ["ImportCollector", "checkrein_server_name"]
+__all__ = ["ImportCollector", "checkrein_server_name", "require_string_map", "require_strings"]
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_REF = re.compile(r"\$\{[^}]*\}")
+_URL_WITH_DEFAULT = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*:-(https?://[^}]*)\}$")
 
 
 def checkrein_server_name(name: str, separator: str = "__") -> str:
@@ -22,6 +26,20 @@ def checkrein_server_name(name: str, separator: str = "__") -> str:
         out = out.replace(separator, separator[0] if len(set(separator)) == 1 else "-")
     out = out.lstrip("_.-")[:64] or "server"
     return out if _NAME_OK.fullmatch(out) else "server"
+
+
+def require_strings(value: Any, what: str) -> list[str]:
+    """``value`` as a list of strings; raises ``ConfigError`` naming ``what`` otherwise."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def require_string_map(value: Any, what: str) -> dict[str, str]:
+    """``value`` as a mapping of strings to strings; raises ``ConfigError`` naming ``what`` otherwise."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{what} must map names to strings")
+    return dict(value)
 
 
 class ImportCollector:
@@ -75,19 +93,44 @@ class ImportCollector:
             args=tuple(self._mover.args(name, list(args or []))),
             env=env_out,
             cwd=cwd,
-            url=self._mover.url(name, url) if url else None,
+            url=self._mover.url(name, self._literal_url(name, url)) if url else None,
             headers=headers_out,
             timeout_s=timeout_s,
             enabled=enabled,
             source_name=source_name if name != source_name else None,
         )
         self._servers.append(server)
-        for secret in self._secrets[moved_before:]:
-            if secret.where.startswith(("args", "url")):
-                # The gateway expands references in env and headers when it starts a server;
-                # one in an argument or a URL must be expanded there too, so say where it is.
-                self.note(name, f"{secret.where} now holds ${{{secret.variable}}}: prefer passing it via env or a header")
+        self._note_unexpanded(server, moved={s.variable for s in self._secrets[moved_before:]})
         return server
+
+    def _literal_url(self, server: str, url: str) -> str:
+        """``url`` as checkrein can use it: the gateway needs an http(s) URL it does not have to
+        expand, so ``${VAR:-https://...}`` becomes its default; raises ``ConfigError`` when the
+        URL is only a reference."""
+        m = _URL_WITH_DEFAULT.fullmatch(url)
+        if m:
+            self.note(server, f"url {url} is written as its default {m.group(1)}: checkrein does not expand references in `url`")
+            return m.group(1)
+        if not re.match(r"^https?://", url):
+            raise ConfigError(f"url {url!r} is not an http(s) URL; checkrein needs the URL itself (or ${{VAR:-https://...}})")
+        return url
+
+    def _note_unexpanded(self, server: ImportedServer, *, moved: set[str]) -> None:
+        # The gateway expands ${VAR} in env and headers only (checkrein 0.1); anywhere else the
+        # server would receive the reference literally, so the operator has to know where.
+        fields = [("command", server.command), ("cwd", server.cwd), ("url", server.url)]
+        fields += [(f"args[{i}]", a) for i, a in enumerate(server.args)]
+        for where, value in fields:
+            refs = _REF.findall(value or "")
+            if not refs:
+                continue
+            secret = any(r.strip("${}").split(":-")[0] in moved for r in refs)
+            fix = "have the server read the secret from env instead" if secret else "write the value here, or pass it through env"
+            self.note(
+                server.name,
+                f"{where} holds {', '.join(refs)}, which the gateway does not expand (it expands env and headers only), "
+                f"so the server would receive it literally: {fix}",
+            )
 
     def result(self) -> ImportResult:
         return ImportResult(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from checkrein.config.model import load_config
 from checkrein.errors import ConfigError
 
 from .claude import render_claude
 from .codex import render_codex
-from .harbor import render_harbor
+from .harbor import is_loopback, render_harbor
 from .model import ClientFormat, ImportedServer
 
 __all__ = ["EmitTransport", "checkrein_entry", "emit_client_config"]
@@ -63,4 +64,7 @@ def emit_client_config(
     head = f"# checkrein in front of: {names}. Remove those servers' own entries from this file.\n"
     if transport == "http" and token_env:
         head += f"# Set {token_env} to the gateway's bearer token (`[gateway] token`).\n"
+    if client == "harbor" and transport == "http" and is_loopback(urlsplit(entry.url or "").hostname or ""):
+        # Inside a Harbor task, loopback is the agent's own container (lint: harbor.loopback-url).
+        head += "# In a Harbor task, run checkrein as a compose sidecar and use its service name, e.g. http://checkrein:8765/mcp.\n"
     return head + (render_codex([entry]) if client == "codex" else render_harbor([entry]))

@@ -10,18 +10,17 @@ reports them; the importer carries over what Harbor would actually use and notes
 
 from __future__ import annotations
 
-import re
-import tomllib
+import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from checkrein.errors import ConfigError
 
-from .collect import ImportCollector
+from .collect import ImportCollector, require_string_map, require_strings
 from .model import ImportedServer, ImportResult
-from .toml_text import toml_key, toml_value
+from .toml_text import read_toml, toml_key, toml_value
 
-__all__ = ["SERVER_KEYS", "normalize_transport", "read_harbor", "render_harbor"]
+__all__ = ["SERVER_KEYS", "is_loopback", "normalize_transport", "read_harbor", "render_harbor"]
 
 SERVER_KEYS = frozenset({"name", "transport", "url", "command", "args", "headers"})
 """Keys Harbor's `MCPServerConfig` reads (everything else is dropped by Harbor)."""
@@ -38,23 +37,35 @@ def normalize_transport(value: object) -> Literal["stdio", "sse", "streamable-ht
     return None
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names the local machine; in a Harbor task that is the agent's own container."""
+    h = host.strip("[]").lower()
+    if h == "localhost" or h.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
 def read_harbor(text: str, *, source: str = "<task.toml>") -> ImportResult:
     """Servers of a Harbor `task.toml`; raises ``ConfigError`` on malformed TOML or a server that
     Harbor itself would reject."""
-    try:
-        data = tomllib.loads(text.removeprefix("\ufeff"))
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        raise ConfigError(f"malformed TOML: {exc}", file=source, line=int(m.group(1)) if m else None) from exc
+    data = read_toml(text, source=source)
     env = data.get("environment", {})
     servers = env.get("mcp_servers", []) if isinstance(env, dict) else []
     if not isinstance(servers, list):
         raise ConfigError("`environment.mcp_servers` must be an array of tables", file=source)
     out = ImportCollector(source, "harbor")
+    last = {spec.get("name"): i for i, spec in enumerate(servers) if isinstance(spec, dict)}
     for i, spec in enumerate(servers):
         where = f"environment.mcp_servers[{i}]"
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
             raise ConfigError("an MCP server needs a `name`", file=source, key=where)
+        if last[spec["name"]] != i:
+            # Harbor keeps the last server of a name; import what the agent would really get.
+            out.note(spec["name"], f"{where} is declared again later; Harbor keeps only the last one, so this one is not imported")
+            continue
         try:
             _read_one(out, spec)
         except ConfigError as exc:
@@ -70,20 +81,16 @@ def _read_one(out: ImportCollector, spec: Mapping[str, Any]) -> None:
     transport = normalize_transport(spec.get("transport"))
     if transport is None:
         raise ConfigError(f"unknown transport {spec.get('transport')!r} (stdio, sse or streamable-http)")
-    args = spec.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ConfigError("`args` must be an array of strings")
-    headers = spec.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise ConfigError("`headers` must be a table of strings")
+    args = require_strings(spec.get("args", []), "`args`")
+    headers = require_string_map(spec.get("headers", {}), "`headers`")
     if transport == "stdio":
         if not isinstance(spec.get("command"), str) or not spec["command"]:
             raise ConfigError("'command' is required for transport 'stdio'")
-        out.add(name, transport="stdio", command=spec["command"], args=list(args))
+        out.add(name, transport="stdio", command=spec["command"], args=args)
         return
     if not isinstance(spec.get("url"), str) or not spec["url"]:
         raise ConfigError(f"'url' is required for transport '{transport}'")
-    out.add(name, transport=transport, url=spec["url"], headers=dict(headers))
+    out.add(name, transport=transport, url=spec["url"], headers=headers)
 
 
 def server_table(server: ImportedServer) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Writing TOML by hand (the standard library reads TOML but cannot write it).
+"""Reading client TOML with located errors, and writing TOML by hand (the standard library
+reads TOML but cannot write it).
 
 Only what the importers and emitters need: basic strings with full escaping, keys, arrays of
 strings and inline tables of strings. Every value goes through `toml_value`, so nothing a source
@@ -9,9 +10,23 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["toml_key", "toml_str", "toml_value"]
+from checkrein.errors import ConfigError
+
+__all__ = ["read_toml", "toml_key", "toml_str", "toml_value"]
+
+
+def read_toml(text: str, *, source: str) -> dict[str, Any]:
+    """``text`` parsed as TOML (a leading BOM ignored); raises ``ConfigError`` naming ``source``
+    and the line on malformed TOML."""
+    try:
+        return tomllib.loads(text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise ConfigError(f"malformed TOML: {exc}", file=source, line=int(m.group(1)) if m else None) from exc
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}

@@ -110,7 +110,7 @@ def lint_file(
         with p.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as exc:
-        report.add("file.syntax", None, f"cannot read: {exc.strerror}")
+        report.add("file.syntax", None, f"cannot read: {exc.strerror}", "Check the path and its permissions.")
         return LintResult(str(p), kind, _sorted(report))
     if len(raw) > max_bytes:
         report.add("file.too-large", None, f"larger than {max_bytes} bytes; not read")

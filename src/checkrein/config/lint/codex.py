@@ -16,6 +16,12 @@ _STDIO_ONLY = ("command", "args", "env", "env_vars", "cwd")
 _HTTP_ONLY = ("url", "bearer_token_env_var", "http_headers", "env_http_headers", "oauth", "scopes", "oauth_resource")
 
 
+def _locate_server(text: str, name: str, *key: str) -> int | None:
+    """Line of server ``name`` (or its ``key``), written as ``[mcp_servers.<name>]`` (the usual
+    Codex form, one dotted header per server) or inside an ``[mcp_servers]`` table."""
+    return locate(text, [f"mcp_servers.{name}", *key]) or locate(text, ["mcp_servers", name, *key])
+
+
 def lint_codex(report: Report, text: str, data: dict[str, Any]) -> None:
     servers = data.get("mcp_servers", {})
     if not isinstance(servers, dict):
@@ -23,9 +29,9 @@ def lint_codex(report: Report, text: str, data: dict[str, Any]) -> None:
         return
     for name, spec in servers.items():
         def at(key: str, _name: str = name) -> int | None:
-            return locate(text, ["mcp_servers", _name, key]) or locate(text, ["mcp_servers", _name])
+            return _locate_server(text, _name, key) or _locate_server(text, _name)
 
-        here = locate(text, ["mcp_servers", name])
+        here = _locate_server(text, name)
         if not isinstance(spec, dict):
             report.add("codex.server-shape", here, f"server {name!r} is not a table")
             continue

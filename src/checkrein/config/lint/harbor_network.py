@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkrein.config.importers.harbor import is_loopback
+
 __all__ = ["NetworkPolicy", "agent_policy", "host_allowed", "is_loopback", "valid_allowed_host"]
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -61,16 +63,6 @@ def valid_allowed_host(entry: str) -> str | None:
     if not _hostname_ok(host):
         return "not a valid hostname"
     return None
-
-
-def is_loopback(host: str) -> bool:
-    h = host.strip("[]").lower()
-    if h == "localhost" or h.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(h).is_loopback
-    except ValueError:
-        return False
 
 
 def host_allowed(host: str, allowed: Sequence[str]) -> bool:

@@ -181,17 +181,19 @@ def _ip_literal(host: str) -> tuple[IPAddress | None, bool]:
     return (v4, True) if v4 is not None else (None, False)
 
 
-def _embedded_ipv4(name: str) -> ipaddress.IPv4Address | None:
-    """A dotted or dashed IPv4 spelled inside a DNS name (`127.0.0.1.nip.io`, `ip-10-0-0-1`)."""
+def _embedded_ipv4s(name: str) -> list[ipaddress.IPv4Address]:
+    """Every dotted or dashed IPv4 spelled inside a DNS name (`127.0.0.1.nip.io`, `ip-10-0-0-1`,
+    `make-1.2.3.4-rebind-169.254-169.254-rr.1u.ms`): each run of four numeric labels."""
+    found: list[ipaddress.IPv4Address] = []
     run: list[str] = []
     for label in name.replace("-", ".").split("."):
         if label.isascii() and label.isdigit() and len(label) <= 3 and int(label) <= 255:
             run.append(label)
-            if len(run) == 4:
-                return ipaddress.IPv4Address(".".join(run))
+            if len(run) >= 4:
+                found.append(ipaddress.IPv4Address(".".join(run[-4:])))
         else:
             run = []
-    return None
+    return found
 
 
 def _hex_label_ipv4(name: str) -> ipaddress.IPv4Address | None:
@@ -218,12 +220,13 @@ def classify_host(host: str) -> HostVerdict | None:
         return HostVerdict("metadata", f"cloud metadata host {h}")
     if h in _LOCAL_NAMES or h.endswith(_INTERNAL_SUFFIXES):
         return HostVerdict("internal_name", f"internal host name {h}")
-    embedded = _embedded_ipv4(h)
+    embedded = _embedded_ipv4s(h)
     rebinding = any(h == s or h.endswith("." + s) for s in _REBINDING_SUFFIXES)
-    if embedded is None and rebinding:
-        embedded = _hex_label_ipv4(h)
-    if embedded is not None:
-        inner = classify_ip(embedded)
+    hex_label = _hex_label_ipv4(h) if rebinding else None
+    if hex_label is not None:
+        embedded.append(hex_label)
+    for ip in embedded:
+        inner = classify_ip(ip)
         if inner is not None:
             return HostVerdict("embedded_private_ip", f"host name {h} embeds {inner.message}")
     if rebinding:

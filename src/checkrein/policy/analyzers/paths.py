@@ -75,6 +75,9 @@ _SENSITIVE_SUBSTRINGS = (
     "passwd", "shadow", "boot.ini", "win.ini", "system.ini", "system32", ".htpasswd", "id_rsa",
     "proc/self", ".bash_history", "wp-config", "web.config", "desktop.ini", "ntds.dit",
 )  # fmt: skip
+_UNTYPED_SUBSTRINGS = frozenset(
+    {"passwd", "boot.ini", "win.ini", "system.ini", ".htpasswd", "id_rsa", "proc/self", ".bash_history", "wp-config", "ntds.dit"}
+)
 _ETC_FILE = re.compile(r"(?<![a-z])etc\S{1,12}?(?:hosts|issue|group|motd|crontab|fstab)")
 _HEX_LITERALS = re.compile(r"0x(2e|2f|5c)|(?<=\.\.)(2f|5c)", re.IGNORECASE)
 _HEX_SEPARATOR = re.compile(r"0x(?:2e|2f|5c)|\.\.(?:2f|5c)", re.IGNORECASE)
@@ -278,7 +281,14 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
         if hit is None and "etc" in lowered:
             m = _ETC_FILE.search(lowered)
             hit = m.group(0) if m is not None else None
-        if hit is not None and (strict or (raw_compact and (evasion or ".." in form or "/" in normalize_path(form)))):
+        if hit is not None and not strict:
+            # Untyped: any sensitive name once the value shows evasion or `..`; only unambiguous
+            # ones in a plain relative path (`css/box-shadow.css` is not `/etc/shadow`); none in web URLs.
+            if not raw_compact or lowered.startswith(("http://", "https://")):
+                hit = None
+            elif not (evasion or ".." in form) and ("/" not in normalize_path(form) or hit not in _UNTYPED_SUBSTRINGS):
+                hit = None
+        if hit is not None:
             add("sensitive_file", f"names a sensitive file or directory ({hit!r})", form)
         w = _wrapper(lowered, strict)
         if w is not None:

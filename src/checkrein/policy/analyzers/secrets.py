@@ -64,11 +64,11 @@ _RULES: tuple[_Rule, ...] = (
         0,
         3.0,
     ),
-    _r("slack_token", ("xox",), _B + r"xox[abprs]-(?:\d{8,14}-){1,3}[A-Za-z0-9]{16,64}" + _E, 0, 3.0),
+    _r("slack_token", ("xox",), _B + r"xox[abprs]-(?:\d{1,14}-){1,4}[A-Za-z0-9]{10,64}" + _E, 0, 3.0),
     _r("slack_token", ("xoxe",), _B + r"xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{140,170}" + _E),
     _r("slack_token", ("xapp-",), _B + r"xapp-\d-[A-Z0-9]{8,}-\d{8,}-[a-z0-9]{16,}"),
     _r("slack_webhook", ("hooks.slack.com",), r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120}"),
-    _r("stripe_key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "pk_live_"), _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,255}", 0, 3.0),
+    _r("stripe_key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "rk_prod_", "sk_prod_"), _B + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,255}", 0, 3.0),
     _r("google_api_key", ("aiza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, 0, 3.0),
     _r("google_service_account", ("service_account",), r"\"type\"\s{0,3}:\s{0,3}\"service_account\""),
     _r("anthropic_key", ("sk-ant-",), _B + r"sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{32,255}", 0, 3.0),
@@ -95,6 +95,11 @@ _RULES: tuple[_Rule, ...] = (
     _r("sourcegraph_token", ("sgp_",), _B + r"sgp_(?:(?:[a-fA-F0-9]{16}|local)_)?[a-fA-F0-9]{40}" + _E),
     _r("snyk_or_uuid_key", ("snyk",), r"(?i)snyk[a-z0-9_.\-]{0,20}[\"']?\s{0,3}(?::=|=>|=|:)\s{0,3}[\"']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", 1),
     _r("onepassword_key", ("a3-", "ops_"), _B + r"(?:A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}|ops_eyJ[A-Za-z0-9+/]{250,}={0,3})"),
+    _r("intra42_secret", ("s-s4t2",), _B + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _E),
+    _r("sentry_token", ("sntrys_", "sntryu_"), _B + r"(?:sntrys_eyJ[A-Za-z0-9+/=_\-]{30,4096}|sntryu_[a-f0-9]{64})"),
+    _r("flyio_token", ("flyv1 fm", "fo1_"), r"(?:FlyV1 fm[12][ar]?_[A-Za-z0-9+/=,_\-]{60,4096}|fo1_[A-Za-z0-9_\-]{43})"),
+    _r("heroku_key", ("hrku-",), _B + r"HRKU-[A-Za-z0-9_\-]{58,64}"),
+    _r("facebook_token", ("|",), _B + r"\d{15,16}\|[A-Za-z0-9_\-]{27}" + _E, 0, 3.0),
     _r("age_secret_key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     _r("azure_storage_key", ("accountkey=",), r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)", 1),
     _r("azure_client_secret", ("q~",), _B + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _E, 0, 3.0),
@@ -120,7 +125,7 @@ _KEYWORDS = re.compile(
     r"|private[_.\-]?key|client[_.\-]?secret|credentials?|api[_.\-]?token|auth|session[_.\-]?id|cookie"
     r"|(?<=[_.\-])(?:key|pw)(?![a-z])|(?-i:(?<=[a-z])(?:Key|Token|Secret)))"
 )
-_KEYWORD_PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "session", "cookie")
+_KEYWORD_PREFILTER = ("pass", "pw", "secret", "token", "key", "credential", "auth", "session", "cookie")
 _PLACEHOLDER_WORDS = (
     "xxxx", "****", "fake", "example", "dummy", "placeholder", "changeme", "change_me", "change-me",
     "your_", "your-", "yourpass", "redacted", "todo", "sample", "insert", "replace", "...",

@@ -58,7 +58,14 @@ _WORD_COMMANDS = frozenset(
         "exit", "call", "print", "read", "wait", "time", "date", "file", "diff", "cut", "tee", "sc", "id",
     }
 )  # fmt: skip
-_SEPARATED_WORD = re.compile(r"(?:;|&&?|\|\|?|\n|\r|\$\(|`|\$\{)[\s({`]{0,8}([A-Za-z0-9_./\\:-]{1,60})([^\n]{0,12})")
+_SEPARATED_WORD = re.compile(r"(;|&&?|\|\|?|\n|\r|\$\(|`|\$\{)[\s({`]{0,8}([A-Za-z0-9_./\\:-]{1,60})(?!\w)([^\n]{0,12})")
+# Windows resolves command names case-insensitively; Unix does not, so `| NC |` is not netcat.
+_CASE_INSENSITIVE = frozenset(
+    {"cmd", "cmd.exe", "powershell", "powershell.exe", "whoami", "ipconfig", "netstat", "nslookup",
+     "systeminfo", "tasklist", "taskkill", "certutil", "bitsadmin", "mshta", "rundll32", "regsvr32",
+     "wmic", "netsh", "schtasks", "vssadmin", "icacls", "cacls", "attrib", "bcdedit", "ping", "type",
+     "net", "dir", "del", "copy", "move", "start", "timeout", "ver", "reg", "sc", "set", "echo", "find"}
+)  # fmt: skip
 _ARGUMENT_START = ("-", "/", "$", "\\", "'", '"', "`", "%", "~", ".")
 # Word commands that take a number (`sleep 5`) or a subcommand (`net user`) as their argument.
 _NUMERIC_ARG = frozenset({"sleep", "timeout", "ping", "wait", "kill", "exit"})
@@ -147,6 +154,13 @@ def _command_word(word: str) -> str:
     return w
 
 
+def _in_table_row(text: str, index: int) -> bool:
+    line_start = text.rfind("\n", 0, index) + 1
+    line_end = text.find("\n", index)
+    line = text[line_start : line_end if line_end != -1 else len(text)].strip()
+    return line.startswith("|") and line.endswith("|") and line.count("|") >= 3
+
+
 def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     lowered = form.lower()
     if "ifs" in lowered and ("${ifs}" in lowered or "$ifs" in lowered):
@@ -171,11 +185,15 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     for m in _SEPARATED_WORD.finditer(form):
         if "injection" in add.found:
             break
-        raw_word, after = m.group(1), m.group(2)
+        separator, raw_word, after = m.group(1), m.group(2), m.group(3)
+        if separator == "|" and _in_table_row(form, m.start()):
+            continue  # a Markdown table cell, not a pipe
         if raw_word.lower().startswith(_BIN_DIRS):
             add("injection", f"separator followed by {raw_word!r}", form)
             break
         word = _command_word(raw_word)
+        if word not in _CASE_INSENSITIVE and not raw_word.split("/")[-1].islower():
+            continue
         if word.startswith("/") or word.startswith(("c:\\", "c:/")):
             if any(raw_word.lower().startswith(d) for d in _BIN_DIRS):
                 add("injection", f"separator followed by {raw_word!r}", form)
@@ -185,7 +203,7 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
         elif word in _WORD_COMMANDS or word in _SUBCOMMANDS:
             rest = after.lstrip(" \t")
             spaced = after[:1] in (" ", "\t")
-            end_of_value = m.end(1) == value_end
+            end_of_value = m.end(2) == value_end
             argument = spaced and (
                 rest.startswith(_ARGUMENT_START)
                 or _DRIVE_ARG.match(rest) is not None

@@ -137,9 +137,9 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "dangerous_function",
         "dangerous database function or system object",
         re.compile(
-            r"\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
+            r"(?:\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
             r"|dbms_\w{1,30}\.|extractvalue ?\(|updatexml ?\(|current_setting ?\(|pg_(?:group|roles|database|authid)\b"
-            r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b|@@[a-z]"
+            r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b)|@@[a-z]"
             r"|lo_import ?\(|pg_read_file ?\(|load data (?:local )?infile\b|information_schema\.|sqlite_master\b"
             r"|pg_shadow\b|mysql\.user\b|sys\.user\$|master\.\.sys|sysobjects\b|msysobjects\b)"
         ),
@@ -311,7 +311,7 @@ def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
             continue
         if "\x00" in form and len(form) < 256:
             add("nul_byte", "NUL byte", form)
-        if not any(c in norm for c in "'\"`;()=<>@#-_%") and "select" not in norm and not norm.startswith(("and ", "or ", "order ", "having ", "group ", "union ", "limit ", "like ")):
+        if not any(c in norm for c in "'\"`;()=<>@#-_%\\") and "select" not in norm and not norm.startswith(("and ", "or ", "order ", "having ", "group ", "union ", "limit ", "like ")):
             continue
         if _quote_probe(form):
             add("quote_probe", "quotes and operators only (syntax probe)", form)

@@ -39,6 +39,7 @@ ANALYZER = "injection"
 _MAX_EVIDENCE = 80
 _MAX_HITS_PER_PHRASE = 32
 _MAX_SIGNALS = 2000
+_ACTIONS_MAX = 0.75  # exfil_directive 0.5 + action_directive 0.25
 _VERB_TAILS = frozenset(v[-4:] for v in EN_VERBS if len(v) >= 4)
 _TRIGGERS = EN_VERBS | EN_WEAK_VERBS | EN_NEG_FOLLOW | {"attention"}
 _TOKEN_RE = re.compile(r"\w+(?:'\w+)*")
@@ -175,12 +176,13 @@ def _phrase_signals(views: Views) -> list[Signal]:
     return out
 
 
-def _content_signals(views: Views) -> list[Signal]:
+def _content_signals(views: Views, *, actions: bool = True) -> list[Signal]:
     signals = _phrase_signals(views)
     signals += _ignore_family(views.folded)
     signals += _foreign_family(views.text)
     signals += exfil_link_signals(views.text)
-    signals += action_signals(views.text)
+    if actions:
+        signals += action_signals(views.text)
     return signals
 
 
@@ -213,9 +215,12 @@ def _best_window(signals: list[Signal]) -> tuple[float, list[Signal]]:
 
 
 def scan_injection(text: str) -> InjectionScan:
-    """Score ``text`` and return every signal seen (flagged or not); `detect_injection` is the verdict."""
+    """Score ``text`` and return the signals seen; `detect_injection` is the verdict.
+
+    The score is exact when it reaches `THRESHOLD`; below it, weak action signals may be left out.
+    """
     views = normalize(text)
-    signals = _content_signals(views)
+    signals = _content_signals(views, actions=False)
     hidden = views.hidden
     if hidden.tag_text:
         inner = _content_signals(normalize(hidden.tag_text))
@@ -242,6 +247,11 @@ def scan_injection(text: str) -> InjectionScan:
                 Signal("hidden_text", 0.5 + inner_score, pos, inner_text.strip()[:_MAX_EVIDENCE], "region")
             )
     score, _ = _best_window(signals)
+    if score >= THRESHOLD - _ACTIONS_MAX:
+        # Action directives are weak (at most _ACTIONS_MAX together) and the costliest to find:
+        # look for them only when they could tip the verdict.
+        signals += action_signals(views.text)
+        score, _ = _best_window(signals)
     return InjectionScan(score=score, signals=tuple(signals))
 
 

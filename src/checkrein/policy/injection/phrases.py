@@ -7,29 +7,11 @@ quantifiers, bounded gaps), so matching stays linear in the text.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Literal
+from .markers import MARKERS
+from .phrase import Phrase
+from .phrase import phrase as _p
 
 __all__ = ["PHRASES", "Phrase", "NeedleIndex"]
-
-View = Literal["text", "folded"]
-
-
-@dataclass(frozen=True, slots=True)
-class Phrase:
-    kind: str
-    weight: float
-    needles: tuple[str, ...]
-    """Lowercase substrings of which at least one must occur before the regex runs."""
-    regex: re.Pattern[str]
-    view: View = "folded"
-    rule: str = ""
-
-
-def _p(kind: str, weight: float, needles: tuple[str, ...], pattern: str, view: View = "folded") -> Phrase:
-    return Phrase(kind, weight, needles, re.compile(pattern), view, rule=f"{kind}:{pattern[:40]}")
-
 
 _W = r"[\s,;:.!\-]+"  # separator between words
 _AI = (
@@ -60,76 +42,7 @@ _SHAPING_VERBS = (
 _TASK = r"(?:task|request|job|assignment|query|question|instructions?|work|goal|mission|objective)"
 
 PHRASES: tuple[Phrase, ...] = (
-    # --- fake role / system / turn markers (matched on `text`, where "|" is still "|")
-    _p(
-        "role_marker",
-        1.0,
-        ("<|", "[inst]", "[/inst]", "<<sys>>", "<start_of_turn>", "<end_of_turn>"),
-        r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|"
-        r"begin_of_text|end|im_sep|tool|ipython)\|>|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>",
-        "text",
-    ),
-    _p(
-        "role_marker",
-        1.0,
-        ("system_message", "system message", "system prompt", "[system", "(system", "{system"),
-        r"#{1,6}\s*\(?\s*system[_ ](?:message|prompt|instructions?|override|note)\s*\)?|"
-        r"[\[({]\s*(?:system|sys|admin|administrator|developer|root|system[_ ]message|system[_ ]prompt|"
-        r"system[_ ]override|system[_ ]instruction)\s*[\])}]\s*:?",
-        "text",
-    ),
-    _p(
-        "role_marker",
-        1.0,
-        ("</", "<tool", "<function", "<system", "<instruction", "<admin", "<assistant"),
-        r"</(?:tool_result|tool_response|tool_output|function_results?|function_response|search_results?|"
-        r"tool_call_result|user_query|context|untrusted_data|external_data|data)>|"
-        r"<(?:system|system_prompt|system_message|instructions?|admin|assistant|new_instructions)>",
-        "text",
-    ),
-    _p(
-        "role_marker",
-        0.6,
-        ("###", "instruction", "response:"),
-        r"(?:^|\n)\s*#{2,4}\s*(?:instruction|system|new instruction|task|response)s?\s*:?\s*(?:\n|$)",
-        "text",
-    ),
-    _p(
-        "role_marker",
-        0.6,
-        (
-            "<information>",
-            "<important",
-            "<instruction",
-            "<admin",
-            "<note",
-            "<secret",
-            "<hidden",
-            "<urgent",
-            "<message",
-            "<task",
-            "<override",
-        ),
-        r"<(?:information|important|important_instructions|instructions?|admin|note_to_(?:ai|assistant|model)|"
-        r"secret|hidden|urgent|message|task|override)>",
-        "text",
-    ),  # fmt: skip
-    _p("role_marker", 0.4, ("system:",), r"(?:^|\n)\s*(?:\*\*)?system(?:\*\*)?\s*:\s*\S", "text"),
-    _p(
-        "turn_marker",
-        0.6,
-        ("human:",),
-        r"(?:^|\n)\s*(?:\*\*)?human(?:\*\*)?\s*:\s*\S",
-        "text",
-    ),
-    _p("turn_marker", 0.35, ("user:",), r"(?:^|\n)\s*(?:\*\*)?user(?:\*\*)?\s*:\s*\S", "text"),
-    _p(
-        "turn_marker",
-        0.6,
-        ("assistant:", "ai:"),
-        r"(?:^|\n)\s*(?:\*\*)?(?:assistant|ai)(?:\*\*)?\s*:\s*\S",
-        "text",
-    ),
+    *MARKERS,
     # --- text addressed to the model
     _p(
         "directive_to_model",
@@ -601,12 +514,15 @@ PHRASES: tuple[Phrase, ...] = (
         ("important", "urgent", "attention", "warning", "critical", "alert"),
         r"(?:important|urgent|attention|warning|critical|alert|immediate action)\s*(?:!{2,}|:\s*!|!\s*!)",
         "text",
+        "urgency",
     ),
     _p(
         "urgency",
         0.2,
         ("important", "urgent", "immediately", "right now", "asap"),
         r"\b(?:very\simportant|extremely\simportant|urgent(?:ly)?|immediately|right\snow|asap|top\spriority)\b",
+        "folded",
+        "urgency",
     ),
 )
 
