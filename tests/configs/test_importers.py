@@ -282,3 +282,19 @@ def test_emitted_entries_paste_into_real_client_files_and_parse(tmp_path: Path) 
             assert entry.name == "checkrein" and entry.transport == ("stdio" if transport == "stdio" else "streamable-http")
     loopback = emit_client_config("harbor", config=str(cfg_path), transport="http", url="http://127.0.0.1:8765/mcp")
     assert "compose sidecar" in loopback
+
+
+@given(secret=_TOKENS)
+def test_secret_written_as_a_reference_default_is_moved_not_copied(secret: str) -> None:
+    """Regression (`${VAR:-<token>}` copied verbatim): a default is a value written in the file, so
+    a token there is cut from the reference (the variable is kept and named), in every field."""
+    source = json.dumps({"mcpServers": {
+        "a": {"command": "srv", "args": [f"--token=${{T:-{secret}}}"], "env": {"GITHUB_TOKEN": f"${{GH:-{secret}}}", "MODE": "${MODE:-fast}"}},
+        "b": {"type": "http", "url": f"https://b.example.com/mcp?k=${{K:-{secret}}}", "headers": {"Authorization": f"Bearer ${{HT:-{secret}}}"}},
+    }})
+    result = read_client_text(source, "claude", source="t.json")
+    assert secret not in render_checkrein_config(result)
+    a, b = result.servers
+    assert a.args == ("--token=${T}",) and a.env == {"GITHUB_TOKEN": "${GH}", "MODE": "${MODE:-fast}"}
+    assert b.headers == {"Authorization": "Bearer ${HT}"} and b.url == "https://b.example.com/mcp?k=${K}"
+    assert {s.variable for s in result.secrets} == {"T", "GH", "K", "HT"}

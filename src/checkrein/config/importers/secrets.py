@@ -35,6 +35,7 @@ _TOKEN_SHAPES = re.compile(
     r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|npm_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,})"
 )
 _REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}")
+_REF_WITH_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}")
 _BEARER = re.compile(r"^(?i:(bearer|token|basic))\s+(\S.*)$")
 
 
@@ -52,7 +53,8 @@ _NOT_SECRET = frozenset({"true", "false", "yes", "no", "on", "off", "none", "nul
 
 def is_inline_secret(key: str, value: str) -> bool:
     """True when ``value`` (stored under ``key``) is a literal credential rather than a reference
-    or a setting that merely has a credential-sounding name (``AUTH_MODE = "oauth"``)."""
+    or a setting that merely has a credential-sounding name (``AUTH_MODE = "oauth"``). A reference
+    is no secret, but its ``${VAR:-default}`` may be: see `SecretMover`."""
     if not value or contains_reference(value):
         return False
     if looks_like_token(value):
@@ -97,8 +99,21 @@ class SecretMover:
         self._values[f"{fallback}_{n}"] = value
         return f"{fallback}_{n}"
 
+    def _drop_secret_defaults(self, server: str, where: str, key: str, value: str) -> str:
+        """``value`` with every ``${VAR:-<literal secret>}`` cut to ``${VAR}``: a default is a
+        value written in the file, so a credential there is as inline as any other."""
+
+        def cut(m: re.Match[str]) -> str:
+            if not is_inline_secret(key, m.group(2)):
+                return m.group(0)
+            self._on_moved(server, where, m.group(1))
+            return "${" + m.group(1) + "}"
+
+        return _REF_WITH_DEFAULT.sub(cut, value)
+
     def env(self, server: str, key: str, value: str) -> str:
         """The value to write for env variable ``key``: a reference named after the key itself."""
+        value = self._drop_secret_defaults(server, f"env.{key}", key, value)
         if not is_inline_secret(key, value):
             return value
         var = self._variable(env_var_name(key), value, env_var_name(server, key))
@@ -107,6 +122,7 @@ class SecretMover:
 
     def header(self, server: str, key: str, value: str) -> str:
         """The value to write for HTTP header ``key``; keeps an auth scheme (``Bearer ${VAR}``)."""
+        value = self._drop_secret_defaults(server, f"headers.{key}", key, value)
         m = _BEARER.match(value)
         if not (is_inline_secret(key, value) or (m and is_inline_secret("token", m.group(2)))):
             return value
@@ -118,6 +134,7 @@ class SecretMover:
 
     def args(self, server: str, args: list[str]) -> list[str]:
         """Arguments with secret values (``--token=x``, ``--api-key x``, bare tokens) replaced."""
+        args = [self._drop_secret_defaults(server, f"args[{i}]", a.partition("=")[0] if a.startswith("-") else "arg", a) for i, a in enumerate(args)]
         out = list(args)
         for i, arg in enumerate(args):
             if contains_reference(arg):
@@ -139,6 +156,7 @@ class SecretMover:
 
     def url(self, server: str, url: str) -> str:
         """``url`` with a password in its userinfo and credential query parameters replaced."""
+        url = self._drop_secret_defaults(server, "url", "url", url)
         if contains_reference(url):
             return url
         parts = urlsplit(url)

@@ -108,7 +108,8 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
          "omite", "omita", "descarta", "descarte", "haz caso omiso", "haga caso omiso", "no hagas caso",
          "no haga caso", "pasa por alto", "pase por alto", "desobedece", "anula"),
         ("instrucci", "indicaciones", "órdenes", "ordenes", "reglas", "directrices", "consignas",
-         "lo anterior", "mensajes anteriores", "prompt"),
+         "lo anterior", "mensajes anteriores", "prompt",
+         "lo que te", "usuario", "petición", "peticion", "solicitud"),
         ("no ", "nunca "),
     ),
     (
@@ -117,7 +118,8 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
          "ne tenez pas compte", "fais abstraction", "faites abstraction", "négligez", "negligez",
          "passe outre", "passez outre", "écartez", "ecartez"),
         ("instructions", "consignes", "directives", "règles", "regles", "ordres", "indications",
-         "ce qui précède", "ce qui precede", "prompt"),
+         "ce qui précède", "ce qui precede", "prompt",
+         "demande", "utilisateur"),
         ("n'", "ne pas ", "pas ", "jamais "),
     ),
     (
@@ -125,14 +127,16 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
         ("ignorier", "vergiss", "vergessen sie", "vergesst", "missachte", "missachten sie",
          "beachte nicht", "beachten sie nicht", "übergehe", "verwirf", "verwerfen sie", "setze außer kraft"),
         ("anweisung", "instruktion", "befehle", "regeln", "vorgaben", "richtlinien", "anordnung",
-         "alles bisherige", "alles vorherige", "alles oben", "prompt"),
+         "alles bisherige", "alles vorherige", "alles oben", "prompt",
+         "bisherig", "vorherig", "obige", "zuvor", "benutzer", "nutzer", "anfrage"),
         ("nicht ", "nie "),
     ),
     (
         "it",
         ("ignora", "ignori", "ignorate", "dimentica", "dimenticate", "dimentichi", "non considerare",
          "trascura", "tralascia", "non seguire"),
-        ("istruzion", "indicazion", "regole", "direttive", "comandi", "ordini", "prompt"),
+        ("istruzion", "indicazion", "regole", "direttive", "comandi", "ordini", "prompt", "richiest",
+         "utente", "precedent"),
         ("non ", "mai "),
     ),
     (
@@ -140,7 +144,7 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
         ("ignore as", "ignore os", "ignore todas", "ignore todos", "ignore tudo", "ignora as", "ignora os",
          "ignorem", "esqueça", "esqueca", "esqueçam", "esquecam", "desconsidere",
          "desconsidera", "despreze", "não siga", "nao siga", "descarte"),
-        ("instruç", "instrucoes", "instrucao", "orientaç", "orientacoes", "regras", "diretrizes", "comandos", "ordens", "prompt"),
+        ("instruç", "instrucoes", "instrucao", "orientaç", "orientacoes", "regras", "diretrizes", "comandos", "ordens", "prompt", "pedido", "usuário", "solicitaç", "anterior"),
         ("não ", "nao ", "nunca "),
     ),
     (
@@ -148,7 +152,8 @@ FOREIGN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ..
         ("игнорир", "проигнорир", "забудь", "забудьте", "не обращай", "пренебреги", "отбрось",
          "отбросьте", "отмени", "не следуй", "не выполняй", "не слушай"),
         ("инструкци", "указани", "команд", "правил", "предыдущ", "директив", "всё выше", "все выше",
-         "промпт", "запрос"),
+         "промпт", "запрос",
+         "пользовател", "сказано", "ранее"),
         ("не ", "никогда "),
     ),
     (

@@ -428,13 +428,87 @@ PHRASES: tuple[Phrase, ...] = (
         r"(?:system|admin|administrator|security|developer|emergency|priority|root)\s(?:override|mode\sactivated|"
         r"access\sgranted)|(?:admin|maintenance|debug)\smode\s(?:on|enabled|activated|engaged)",
     ),
+    _p(
+        "directive_to_model",
+        0.8,
+        (
+            "authori",
+            "permitted to",
+            "allowed to",
+            "required to",
+            "instructed to",
+            "expected to",
+            "supposed to",
+        ),
+        r"(?:the\s|this\s|any\s)?(?:ai|assistant|ai\sassistant|agent|ai\sagent|model|llm|chatbot|bot)\s(?:is|are)\s"
+        r"(?:now\s|hereby\s|also\s)?(?:authori[sz]ed|permitted|allowed|required|instructed|expected|supposed)\sto\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.5,
+        (
+            "you are required",
+            "you are instructed",
+            "you are expected",
+            "you are obligated",
+            "you are ordered",
+            "you are authori",
+            "you are permitted",
+            "you are allowed",
+            "you're required",
+            "you're instructed",
+        ),
+        r"you(?:\sare|'re)\s(?:now\s|hereby\s|also\s)?(?:required|instructed|expected|obligated|ordered|"
+        r"authori[sz]ed|permitted|allowed)\sto\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.8,
+        ("supersede", "overrides", "takes precedence", "take precedence", "replaces"),
+        r"(?:(?:supersed|overrid|replac)es|takes?\sprecedence\sover)\s(?:the\s|any\s|all\s|your\s)?"
+        r"(?:(?:user'?s?|previous|prior|original|other|earlier|initial|current)\s)+(?:instructions?|requests?|"
+        r"tasks?|prompts?|directives?|guidelines|rules|orders|commands)\b",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        ("priority instruction", "priority directive", "priority task", "priority order", "priority command"),
+        r"(?:higher|highest|top|high|maximum)[-\s]priority\s(?:instruction|directive|task|order|command)s?",
+    ),
+    _p(
+        "directive_to_model",
+        0.6,
+        (
+            "do not summar",
+            "don't summar",
+            "do not translate",
+            "don't translate",
+            "do not answer",
+            "don't answer",
+            "do not respond to",
+            "don't respond to",
+            "do not process",
+            "don't process",
+            "do not analy",
+            "don't analy",
+        ),
+        r"(?:do\snot|don't)\s(?:summari[sz]e|translate|answer|respond\sto|process|analy[sz]e)\s(?:this|the|that)\s"
+        r"(?:email|document|text|message|page|file|content|question|request)",
+    ),
+    _p(
+        "directive_to_model",
+        0.4,
+        ("instead",),
+        r"instead,?\s(?:you\s(?:should|must|will|need\sto)\s|please\s|just\s)?(?:reply|respond|send|forward|write|"
+        r"email|call|delete|transfer|post|upload|share|output|print|say)\b",
+    ),
     # --- tool-use directives
     _p(
         "tool_directive",
         0.7,
         (
-            "the tool",
-            "the function",
+            " tool",
+            " function",
             "tool `",
             "function `",
             "following arguments",
@@ -442,6 +516,7 @@ PHRASES: tuple[Phrase, ...] = (
             "with arguments",
         ),
         r"(?:(?:use|call|invoke|run|execute|trigger)\s(?:the\s)?(?:tool|function|api|action)\s[`'\"]?[\w.-]+|"
+        r"(?:use|call|invoke|run|execute|trigger)\s(?:the\s)?[`'\"]?[\w.-]{3,40}[`'\"]?\s(?:tool|function)\b|"
         r"(?:use|call|invoke|run|execute)\s`[\w.-]+`|with\sthe\s(?:following\s)?arguments?\s*[:{(`])",
     ),
     # --- directions for the reader's own answer: data has no business shaping the reply
