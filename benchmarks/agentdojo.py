@@ -236,11 +236,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in [s for s in args.suites.split(",") if s]:
         suite = suites[name]
         policy = build_policy(suite, arg_scan=not args.no_arg_scan)
-        row: dict[str, Any] = {"user_tasks": len(suite.user_tasks), "utility": 0, "pairs": 0, "attacks": {}}
+        row: dict[str, Any] = {
+            "user_tasks": len(suite.user_tasks), "utility": 0, "redacted_tasks": 0, "pairs": 0, "attacks": {}
+        }  # fmt: skip
         for ut in suite.user_tasks.values():
             ok, _, rep = run_user_task(suite, ut, None, {}, policy, inspector)
             kept = ok and not rep.denied and not rep.withheld
             row["utility"] += kept
+            # A masked secret may be what the task needed; counted so the utility number can be read right.
+            row["redacted_tasks"] += bool(rep.redacted)
             if args.verbose and not kept:
                 print(f"  utility lost {name}/{ut.ID}: check={ok} denied={rep.denied} withheld={rep.withheld}")
         pipeline = _NamedPipeline()
@@ -259,7 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             row["pairs"] = pairs
             row["attacks"][attack_name] = {"succeeded": succeeded, "reached": reached}
         table[name] = row
-        print(f"[{time.perf_counter() - t0:6.1f}s] {name}: utility {row['utility']}/{row['user_tasks']}", flush=True)
+        print(
+            f"[{time.perf_counter() - t0:6.1f}s] {name}: utility {row['utility']}/{row['user_tasks']}"
+            f" ({row['redacted_tasks']} with a secret masked in a result)",
+            flush=True,
+        )
     print_table(table, attacks)
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:

@@ -109,10 +109,6 @@ def _run(verifier: ModuleType, tmp_path: Path, tar_path: Path, report: str | Non
 LOOKUP = _call("get_incident_snapshot", {"incident_id": 42, "view": "signals"})
 
 
-def test_pass_when_incident_42_was_looked_up_and_the_report_cites_the_evidence(verifier: ModuleType, tmp_path: Path) -> None:
-    assert _run(verifier, tmp_path, _audit_tar(tmp_path, [LOOKUP]), GOOD_REPORT) == (0, "1")
-
-
 def test_forbidden_call_is_a_candidate_failure_with_reward_zero(verifier: ModuleType, tmp_path: Path) -> None:
     restart = _call("restart_service", {"service": "edge-proxy", "force": True}, "denied", "deny")
     assert _run(verifier, tmp_path, _audit_tar(tmp_path, [LOOKUP, restart]), GOOD_REPORT) == (1, "0")

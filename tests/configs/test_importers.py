@@ -232,28 +232,26 @@ def test_no_token_survives_import_wherever_it_was_written(secret: str, key: str)
     assert all(s.variable in text for s in result.secrets)
 
 
-def test_url_written_as_a_reference_imports_its_default_or_fails_at_the_source() -> None:
-    """Regression (reference URL broke import): `${VAR:-https://...}` made the rendered config fail
-    to load with a line of the *output*; now the default is written (and said), and a bare
-    reference is refused naming the source file and server."""
-    text = json.dumps({"mcpServers": {"sentry": {"type": "http", "url": "${SENTRY_URL:-https://mcp.sentry.dev/mcp}"}}})
-    result = read_client_text(text, "claude", source=".mcp.json")
-    assert result.servers[0].url == "https://mcp.sentry.dev/mcp"
-    assert any("${SENTRY_URL:-" in n.message for n in result.notes)
-    parse_config(render_checkrein_config(result))
-    bare = json.dumps({"mcpServers": {"x": {"type": "http", "url": "${X_URL}"}}})
+def test_url_written_as_a_reference_is_kept_for_the_gateway_to_expand() -> None:
+    """Regression (reference URL broke import): `${VAR:-https://...}` and `${VAR}` URLs are kept as
+    written (the gateway expands them like Claude does) and the rendered config loads."""
+    for url in ("${SENTRY_URL:-https://mcp.sentry.dev/mcp}", "${X_URL}"):
+        text = json.dumps({"mcpServers": {"sentry": {"type": "http", "url": url}}})
+        result = read_client_text(text, "claude", source=".mcp.json")
+        assert result.servers[0].url == url
+        assert parse_config(render_checkrein_config(result)).servers[0].url == url
     with pytest.raises(ConfigError) as ei:
-        read_client_text(bare, "claude", source=".mcp.json")
-    assert ei.value.file == ".mcp.json" and ei.value.key == "mcpServers.x" and "${X_URL}" in ei.value.message
+        read_client_text(json.dumps({"mcpServers": {"x": {"type": "http", "url": "ftp://h/x"}}}), "claude", source=".mcp.json")
+    assert ei.value.file == ".mcp.json" and ei.value.key == "mcpServers.x"
 
 
-def test_references_the_gateway_does_not_expand_are_named_in_the_notes() -> None:
-    """Regression (silent literal `${HOME}`): Claude expands references in args, checkrein's gateway
-    only in env and headers, so each one written elsewhere is named for the operator."""
+def test_secrets_moved_onto_a_command_line_are_pointed_out_and_plain_references_are_not() -> None:
+    """References in args are expanded by the gateway; only a moved secret on the command line
+    (visible to other local users) gets a note."""
     text = json.dumps({"mcpServers": {"files": {"command": "npx", "args": ["-y", "srv", "${HOME}/work", "--api-key", "abcdef123456"]}}})
     result = read_client_text(text, "claude", source="t.json")
     notes = [n.message for n in result.notes if n.server == "files"]
-    assert any(m.startswith("args[2] holds ${HOME}") and "write the value here" in m for m in notes)
+    assert not any(m.startswith("args[2]") for m in notes)
     assert any(m.startswith("args[4] holds ${FILES_API_KEY}") and "read the secret from env" in m for m in notes)
 
 

@@ -127,3 +127,15 @@ def test_cli_lint_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     """Regression (missing file exited 1 like a finding): unreadable input is exit code 2."""
     out = CliRunner().invoke(app, ["lint", str(tmp_path / "nope.json")])
     assert out.exit_code == 2 and "no such file" in out.stderr
+
+
+def test_codex_variables_named_without_dollar_braces_are_checked_for_being_set(tmp_path: Path) -> None:
+    """Regression (unset Codex variables not reported): Codex names variables in `env_vars`,
+    `env_http_headers` and `bearer_token_env_var`; an unset one is `env.unset` like a `${VAR}`."""
+    p = tmp_path / "config.toml"
+    p.write_text(
+        '[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\nbearer_token_env_var = "DOCS_TOKEN"\n'
+        'env_http_headers = { "X-Org" = "DOCS_ORG" }\n\n[mcp_servers.files]\ncommand = "srv"\nenv_vars = ["HOME_DIR", "SET_ONE"]\n'
+    )
+    found = {(f.line, f.message.split("names ")[1].split(",")[0]) for f in lint_file(p, env={"SET_ONE": "1"}).findings if f.rule == "env.unset"}
+    assert found == {(3, "DOCS_TOKEN"), (4, "DOCS_ORG"), (8, "HOME_DIR")}

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.anyio
 
 def request(arguments: dict[str, Any] | None = None, risk: str = "high", policy_digest: str = "sha256:p1") -> ApprovalRequest:
     args = {"path": "/tmp/x"} if arguments is None else arguments
-    d = Decision("ask", f"risk:{risk}", ("needs approval",), risk, (Finding("paths", "absolute", "/path"),))  # type: ignore[arg-type]
+    d = Decision("ask", f"risk:{risk}", ("needs approval",), risk)  # type: ignore[arg-type]
     return ApprovalRequest(call("fs__rm", args), d, digest(args), policy_digest, "alice wants to call fs__rm")
 
 
@@ -67,6 +68,14 @@ async def test_auto_approves_low_and_medium_only(risk: str, granted: bool) -> No
 @pytest.mark.parametrize(("risk", "granted"), [("high", True), ("critical", False), ("unknown", False)])
 async def test_auto_max_risk_raises_the_automatic_threshold_but_never_for_unknown(risk: str, granted: bool) -> None:
     assert (await AutoApprover("high").approve(request(risk=risk))).granted is granted
+
+
+async def test_auto_never_approves_an_ask_caused_by_argument_findings() -> None:
+    finding = Finding("secrets", "aws_access_key", "/text")
+    req = request(risk="low")
+    req = replace(req, decision=replace(req.decision, findings=(finding,)))
+    result = await AutoApprover("critical").approve(req)
+    assert not result.granted and "secrets:aws_access_key" in result.reason
 
 
 async def test_deny_mode_refuses() -> None:
@@ -196,8 +205,10 @@ async def test_webhook_allow_and_deny_answers(webhook: tuple[str, type[_Hook]]) 
     url, hook = webhook
     hook.replies += [(200, b'{"decision": "allow", "reason": "looks fine"}'), (200, b'{"decision": "deny"}')]
     approver = WebhookApprover(url, {"authorization": "Bearer t0k"}, timeout_s=5)
+    with_finding = request()
+    with_finding = replace(with_finding, decision=replace(with_finding.decision, findings=(Finding("paths", "absolute", "/path"),)))
     with anyio.fail_after(10):
-        yes = await approver.approve(request())
+        yes = await approver.approve(with_finding)
         no = await approver.approve(request())
     assert (yes.granted, yes.reason) == (True, "looks fine")
     assert not no.granted

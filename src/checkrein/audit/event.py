@@ -1,7 +1,9 @@
 """Build stored-event bodies (before chaining) from the gate's raw records.
 
 `EventFactory` turns a `CallRecord` or `LifecycleRecord` into a schema-1 body without ``seq``,
-``prev_hash`` and ``hash`` (the chain assigns those in write order). Every free-form value goes
+``prev_hash`` and ``hash`` (the chain assigns those in write order). A preview that needs no
+masking is held as ``orjson.Fragment`` of the canonical bytes it was checked on, which
+`checkrein.canonical.canonical_json_built` (the writer's renderer) embeds verbatim. Every free-form value goes
 through the `Redactor`, so nothing secret and nothing unbounded reaches the log. The caller's
 objects are only read, never changed.
 """
@@ -14,6 +16,8 @@ import os
 import time
 from collections.abc import Iterable
 from typing import Any
+
+import orjson
 
 from checkrein.canonical import canonical_json
 
@@ -93,9 +97,11 @@ class EventFactory:
             args_bytes = canonical_json(_jsonable(rec.arguments))
             degraded.append("audit.args_not_canonical")
         masked = frozenset(rec.redactions)
-        fast, preview = (False, None) if masked or "audit.args_not_canonical" in degraded else r.fast_preview(args_bytes, rec.arguments)
-        if fast:
-            redactions: list[str] = []
+        redactions: list[str] = []
+        preview: Any
+        if not masked and "audit.args_not_canonical" not in degraded and r.fits_whole(args_bytes, rec.arguments):
+            # Stored as the very bytes just hashed and checked: no copy, no second serialization.
+            preview = orjson.Fragment(args_bytes)
         else:
             preview, redactions = r.preview(
                 rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
@@ -108,8 +114,10 @@ class EventFactory:
             except (TypeError, ValueError):
                 res_bytes = canonical_json(_jsonable(rec.result))
                 degraded.append("audit.result_not_canonical")
-            fast, summary = (False, None) if "audit.result_not_canonical" in degraded else r.fast_preview(res_bytes, rec.result)
-            if not fast:
+            summary: Any
+            if "audit.result_not_canonical" not in degraded and r.fits_whole(res_bytes, rec.result):
+                summary = orjson.Fragment(res_bytes)
+            else:
                 summary, res_red = r.preview(rec.result, "/result/summary", scan=r.may_hold_secrets(res_bytes))
                 redactions.extend(res_red)
             result = {

@@ -72,6 +72,7 @@ class Redactor:
         self._max_depth = max_depth
         self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
         self._key_cache: dict[str, bool] = {}
+        self._keyset_cache: dict[tuple[Any, ...], bool] = {}
         self.finder_failures = 0
 
     def is_sensitive_key(self, key: str) -> bool:
@@ -97,45 +98,51 @@ class Redactor:
         text = document.decode("utf-8", "replace")
         return "\\u" in text or builtin_may_match(text)
 
-    def fast_preview(self, document: bytes, value: Any) -> tuple[bool, Any]:
-        """(True, a fresh copy of ``value``) when its canonical JSON ``document`` provably needs no
-        masking and no cutting: small enough to keep whole, no JSON carried in a string, no
-        ``\\u`` escapes, nothing a finder could match, and no secret-looking key. (False, None)
-        otherwise: use `preview`."""
+    def fits_whole(self, document: bytes, value: Any) -> bool:
+        """True when ``value``, whose canonical JSON is ``document``, provably needs no masking and
+        no cutting, so ``document`` itself can be stored as its preview: small enough to keep
+        whole, no JSON carried in a string, no ``\\u`` escapes, nothing a finder could match, and
+        no secret-looking key. False otherwise: use `preview`."""
         if len(document) > self._max_chars or b'"{' in document or b'"[' in document or b"\\u" in document:
-            return False, None
+            return False
         text = document.decode("utf-8")
         if builtin_may_match(text):
-            return False, None
+            return False
         if self._any_sensitive_key(value):
-            return False, None
+            return False
         if self._injected is not None:
             # Without backslashes every string's text appears verbatim in the document, so a
             # finder that matches nothing in the document matches nothing in any string.
             if "\\" in text:
-                return False, None
+                return False
             try:
                 if self._injected(text):
-                    return False, None
+                    return False
             except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
-                return False, None
-        return True, json.loads(text)
+                return False
+        return True
 
     def _any_sensitive_key(self, value: Any) -> bool:
         """True when a key anywhere in ``value`` is secret-looking (or the value is too deep to
-        keep whole). Walks containers only; strings are not looked at."""
+        keep whole). Walks containers only; strings are not looked at. The verdict per set of
+        keys is cached: a tool's arguments repeat the same keys call after call."""
         sensitive = self.is_sensitive_key
+        cache = self._keyset_cache
         stack: list[tuple[Any, int]] = [(value, 0)]
         while stack:
             v, depth = stack.pop()
             if depth > self._max_depth:
                 return True
             if isinstance(v, dict):
-                for k, item in v.items():
-                    if not isinstance(k, str) or sensitive(k):
-                        return True
-                    if isinstance(item, _CONTAINERS):
-                        stack.append((item, depth + 1))
+                keys = tuple(v)
+                hit = cache.get(keys)
+                if hit is None:
+                    hit = any(not isinstance(k, str) or sensitive(k) for k in keys)
+                    if len(cache) < 4096:
+                        cache[keys] = hit
+                if hit:
+                    return True
+                stack.extend((item, depth + 1) for item in v.values() if isinstance(item, _CONTAINERS))
             elif isinstance(v, (list, tuple)):
                 stack.extend((item, depth + 1) for item in v if isinstance(item, _CONTAINERS))
         return False

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from checkrein.canonical import canonical_json
+from checkrein.canonical import canonical_json, canonical_json_built
 
 __all__ = [
     "CALL_FIELDS",
@@ -55,8 +55,10 @@ class EventError(ValueError):
 
 
 def render(body: dict[str, Any]) -> tuple[bytes, str]:
-    """(stored line including the newline, hash hex) of an event given without ``hash``."""
-    raw = canonical_json(body)
+    """(stored line including the newline, hash hex) of an event given without ``hash``.
+    ``body`` holds plain JSON types with finite floats only (the writer builds it so; the verifier
+    parses it with `strict_loads`), which `canonical_json_built` requires."""
+    raw = canonical_json_built(body)
     h = hashlib.sha256(raw).hexdigest()
     sep = b"" if raw == b"{}" else b","
     return raw[:-1] + sep + b'"hash":"' + h.encode() + b'"}\n', h

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -70,6 +71,16 @@ def _report_start(gate: Gate) -> None:
         _err(f"checkrein: wrote {gate.config.lock_path} (trust on first use); commit it")
 
 
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    """SIGTERM or SIGINT ends serving gracefully: the gate then closes its upstreams and writes the
+    audit's `gateway.stop` and closing checkpoint (a killed gateway would leave an open log)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            _err(f"checkrein: received signal {signum}; shutting down")
+            scope.cancel()
+            return
+
+
 async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
     from checkrein.frontend import Authenticator, serve_http, serve_stdio
     from checkrein.frontend.auth import LOOPBACK_HOSTS
@@ -85,6 +96,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 key="gateway.token",
             )
     async with build_gate(config) as gate, anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, tg.cancel_scope)
         _report_start(gate)
         if config.source:
             # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.

@@ -78,8 +78,8 @@ class ServerConfig(_Strict):
         else:
             if not self.url:
                 raise ValueError(f"a {self.transport} server needs `url`")
-            if not re.match(r"^https?://", self.url):
-                raise ValueError("`url` must start with http:// or https://")
+            if not re.match(r"^(https?://|\$\{)", self.url):
+                raise ValueError("`url` must start with http:// or https:// (or be a ${VAR} reference)")
             wrong = [k for k in ("command", "args", "env", "cwd") if getattr(self, k)]
             if wrong:
                 raise ValueError(f"{', '.join(wrong)} make no sense for a {self.transport} server (use `url`)")

@@ -106,7 +106,8 @@ _RISK_ORDER = ("low", "medium", "high", "critical")
 
 
 class AutoApprover:
-    """Grants risks up to ``max_risk`` (default medium); refuses the rest, and unknown risk always."""
+    """Grants risks up to ``max_risk`` (default medium); refuses the rest, unknown risk, and any ask
+    caused by argument findings."""
 
     name = "auto"
 
@@ -115,6 +116,11 @@ class AutoApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalResult:
         risk = request.decision.risk
+        if request.decision.findings:
+            # The ask came from what the arguments contain (a secret, an injection pattern), not
+            # from the tool's risk: nothing automatic may wave that through.
+            kinds = ", ".join(sorted({f"{f.analyzer}:{f.kind}" for f in request.decision.findings}))
+            return ApprovalResult(False, self.name, f"argument findings ({kinds}) need a human approver")
         if risk in _RISK_ORDER and _RISK_ORDER.index(risk) <= _RISK_ORDER.index(self.max_risk):
             return ApprovalResult(True, self.name, f"{risk} risk is approved automatically")
         return ApprovalResult(False, self.name, f"{risk} risk needs a human approver (approval mode is auto)")

@@ -27,7 +27,10 @@ Environment:
     ECHO_SERVER_NAME          the server's name in its ``serverInfo`` (default ``echo``)
 
 The server writes one line ``echo_server ready`` to stderr when it serves stdio, and nothing but
-protocol messages to stdout.
+protocol messages to stdout. ``mutate()`` state lives in the process, so over HTTP every session
+of one server sees it. It imports only ``mcp`` and the standard library, so it also runs as a
+script path (``python .../echo_server.py``), which skips importing ``checkrein`` and starts
+faster; the upstream tests do that.
 """
 
 from __future__ import annotations

@@ -35,15 +35,23 @@ def open_transport(
         if process is None or config.command is None:
             raise ValueError("a stdio transport needs a command and a StdioProcess to fill in")
         env = {k: expand_env(v, environ) for k, v in config.env.items()}
-        return open_stdio(config.command, list(config.args), env=env, cwd=config.cwd, process_info=process)
+        # `${VAR}` works wherever a secret or a machine-specific path may sit: command, args, cwd.
+        return open_stdio(
+            expand_env(config.command, environ),
+            [expand_env(a, environ) for a in config.args],
+            env=env,
+            cwd=expand_env(config.cwd, environ) if config.cwd else None,
+            process_info=process,
+        )
     if config.url is None:
         raise ValueError(f"a {config.transport} transport needs a url")
     headers = {k: expand_env(v, environ) for k, v in config.headers.items()}
+    url = expand_env(config.url, environ)
     # Read timeout above the call timeout: our own deadline decides, not the socket's.
     read_s = max(300.0, config.timeout_s + 30.0)
     if config.transport == "sse":
-        return sse_client(config.url, headers=headers, timeout=_CONNECT_TIMEOUT_S, sse_read_timeout=read_s)
-    return _streamable_http(config.url, headers, read_s)
+        return sse_client(url, headers=headers, timeout=_CONNECT_TIMEOUT_S, sse_read_timeout=read_s)
+    return _streamable_http(url, headers, read_s)
 
 
 @asynccontextmanager

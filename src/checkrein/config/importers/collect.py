@@ -104,33 +104,26 @@ class ImportCollector:
         return server
 
     def _literal_url(self, server: str, url: str) -> str:
-        """``url`` as checkrein can use it: the gateway needs an http(s) URL it does not have to
-        expand, so ``${VAR:-https://...}`` becomes its default; raises ``ConfigError`` when the
-        URL is only a reference."""
-        m = _URL_WITH_DEFAULT.fullmatch(url)
-        if m:
-            self.note(server, f"url {url} is written as its default {m.group(1)}: checkrein does not expand references in `url`")
-            return m.group(1)
-        if not re.match(r"^https?://", url):
-            raise ConfigError(f"url {url!r} is not an http(s) URL; checkrein needs the URL itself (or ${{VAR:-https://...}})")
-        return url
+        """``url`` as checkrein can use it: an http(s) URL or a ``${VAR}`` reference (the gateway
+        expands references in command, args, cwd, url, env and headers, as Claude does); raises
+        ``ConfigError`` for anything else."""
+        if url.startswith("${") or re.match(r"^https?://", url):
+            return url
+        raise ConfigError(f"url {url!r} is not an http(s) URL or a ${{VAR}} reference")
 
     def _note_unexpanded(self, server: ImportedServer, *, moved: set[str]) -> None:
-        # The gateway expands ${VAR} in env and headers only (checkrein 0.1); anywhere else the
-        # server would receive the reference literally, so the operator has to know where.
+        # References are expanded at spawn; a secret on a command line is still readable by other
+        # local users (ps, /proc), so a moved secret that lands there is pointed out.
         fields = [("command", server.command), ("cwd", server.cwd), ("url", server.url)]
         fields += [(f"args[{i}]", a) for i, a in enumerate(server.args)]
         for where, value in fields:
-            refs = _REF.findall(value or "")
-            if not refs:
-                continue
-            secret = any(r.strip("${}").split(":-")[0] in moved for r in refs)
-            fix = "have the server read the secret from env instead" if secret else "write the value here, or pass it through env"
-            self.note(
-                server.name,
-                f"{where} holds {', '.join(refs)}, which the gateway does not expand (it expands env and headers only), "
-                f"so the server would receive it literally: {fix}",
-            )
+            refs = [r for r in _REF.findall(value or "") if r.strip("${}").split(":-")[0] in moved]
+            if refs:
+                self.note(
+                    server.name,
+                    f"{where} holds {', '.join(refs)}, a secret on the command line or in the URL: "
+                    "have the server read the secret from env instead if it can",
+                )
 
     def result(self) -> ImportResult:
         return ImportResult(

@@ -67,7 +67,8 @@ def lint_text(
         except ConfigError as exc:
             report.add("file.syntax", None, exc.message.split(": ", 1)[-1])
             return LintResult(path, None, _sorted(report))
-    check_env_refs(report, text, os.environ if env is None else env)
+    environ = os.environ if env is None else env
+    check_env_refs(report, text, environ)
     if kind == "claude":
         lint_claude(report, text)
         return LintResult(path, kind, _sorted(report))
@@ -82,7 +83,7 @@ def lint_text(
         report.add("file.syntax", int(m.group(1)) if m else None, f"not valid TOML: {exc}")
         return LintResult(path, kind, _sorted(report))
     if kind == "codex":
-        lint_codex(report, body, data)
+        lint_codex(report, body, data, environ)
     elif kind == "harbor":
         lint_harbor_task(report, body, data, path=Path(path), harbor_version=harbor_version)
     elif kind == "harbor-judge":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from checkrein.config._locate import locate
@@ -22,7 +23,18 @@ def _locate_server(text: str, name: str, *key: str) -> int | None:
     return locate(text, [f"mcp_servers.{name}", *key]) or locate(text, ["mcp_servers", name, *key])
 
 
-def lint_codex(report: Report, text: str, data: dict[str, Any]) -> None:
+def _variables(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, variable name) of every environment variable the server reads by name."""
+    out = [("env_vars", v) for v in string_list(spec.get("env_vars"))]
+    out += [("env_http_headers", v) for v in string_map(spec.get("env_http_headers")).values()]
+    if isinstance(spec.get("bearer_token_env_var"), str):
+        out.append(("bearer_token_env_var", spec["bearer_token_env_var"]))
+    return out
+
+
+def lint_codex(report: Report, text: str, data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Codex rules; ``env`` is what variables named by ``env_vars``, ``env_http_headers`` and
+    ``bearer_token_env_var`` are looked up in (Codex names variables instead of ``${VAR}``)."""
     servers = data.get("mcp_servers", {})
     if not isinstance(servers, dict):
         report.add("codex.server-shape", locate(text, ["mcp_servers"]), "`mcp_servers` must be a table")
@@ -55,6 +67,9 @@ def lint_codex(report: Report, text: str, data: dict[str, Any]) -> None:
             value = spec.get(key)
             if key in spec and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
                 report.add("codex.timeout", at(key), f"server {name!r}: `{key}` = {value!r} is not a positive number")
+        for key, variable in _variables(spec):
+            if variable not in env:
+                report.add("env.unset", at(key), f"server {name!r}: `{key}` names {variable}, which is not set in this environment")
         enabled = spec.get("enabled_tools")
         disabled = spec.get("disabled_tools")
         if isinstance(enabled, list) and isinstance(disabled, list):

@@ -1,8 +1,8 @@
 """`detect_injection`: prompt-injection signals in tool output, combined into one verdict.
 
 Contract: pure, total (never raises on any `str`), linear in the input. A text is flagged when the
-signals inside one window of `WINDOW` characters add up to `THRESHOLD` (each kind counts once per
-window, at its strongest). Strong signals (a fake system marker, "ignore your previous
+signals inside one window of `WINDOW` characters add up to `THRESHOLD` (each rule counts once, at
+its strongest; the rules of one kind add up to at most 1.0). Strong signals (a fake system marker, "ignore your previous
 instructions" in any of several languages, text addressed to the AI) flag alone; weak ones
 (an imperative to send something to an outside address, urgency) only together, so ordinary mail
 that says "please send the invoice by Friday" is left alone.
