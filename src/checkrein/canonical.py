@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_json", "canonical_json_built", "digest", "sha256_hex"]
+__all__ = ["Canonical", "canonical_json", "canonical_json_built", "digest", "sha256_hex"]
 
 _OPTIONS = (
     orjson.OPT_SORT_KEYS
@@ -43,8 +43,9 @@ _OPTIONS = (
 )
 # Small floats orjson formats unlike `float.__repr__`: 1e-5 <= |x| < 1e-4 ("0.0000...") and
 # one-digit negative exponents ("7e-6" where repr writes "7e-06"). Text matching this only costs
-# the slow path. The pattern starts with a literal so `re` can skip ahead with a fast search.
-_ONE_DIGIT_EXPONENT = re.compile(rb"e-[0-9](?![0-9])")
+# the slow path. A number token ends at `,`, `}`, `]` or the end of the output; the pattern starts
+# with a literal so `re` can skip ahead with a fast search.
+_ONE_DIGIT_EXPONENT = re.compile(rb"e-[0-9](?:[,}\]]|\Z)")
 
 
 def _maybe_small_float(out: bytes) -> bool:
@@ -68,16 +69,32 @@ def _reference(value: Any, default: Any = None) -> bytes:
     ).encode("utf-8")
 
 
-def _fragment_value(value: Any) -> Any:
-    if isinstance(value, orjson.Fragment):
-        return json.loads(value.contents)
+class Canonical:
+    """Bytes already produced by `canonical_json`, to embed verbatim in a `canonical_json_built`
+    value (e.g. a preview that is exactly the arguments just hashed)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def _embed_fast(value: Any) -> Any:
+    if type(value) is Canonical:
+        return orjson.Fragment(value.data)
+    raise _Refused
+
+
+def _embed_reference(value: Any) -> Any:
+    if type(value) is Canonical:
+        return json.loads(value.data)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _fast(value: Any) -> bytes | None:
+def _fast(value: Any, default: Any = _refuse) -> bytes | None:
     """orjson's bytes when they match the reference's format, else None (value not yet checked)."""
     try:
-        out = orjson.dumps(value, default=_refuse, option=_OPTIONS)
+        out = orjson.dumps(value, default=default, option=_OPTIONS)
     except (orjson.JSONEncodeError, _Refused):
         return None
     if _maybe_small_float(out):
@@ -98,11 +115,11 @@ def canonical_json(value: Any) -> bytes:
 
 def canonical_json_built(value: Any) -> bytes:
     """`canonical_json` of a value the caller built from ``dict``, ``list``, ``str``, ``int``,
-    ``bool``, ``None``, finite ``float`` and ``orjson.Fragment(canonical_json(x))`` only (the
-    audit writer's events): same bytes as for the value with each fragment replaced by its ``x``,
+    ``bool``, ``None``, finite ``float`` and ``Canonical(canonical_json(x))`` only (the audit
+    writer's events): same bytes as for the value with each ``Canonical`` replaced by its ``x``,
     without the parse-back check those types make unnecessary."""
-    out = _fast(value)
-    return out if out is not None else _reference(value, _fragment_value)
+    out = _fast(value, _embed_fast)
+    return out if out is not None else _reference(value, _embed_reference)
 
 
 def sha256_hex(data: bytes) -> str:

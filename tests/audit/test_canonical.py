@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from checkrein.canonical import canonical_json, canonical_json_built
+from checkrein.canonical import Canonical, canonical_json, canonical_json_built
 
 
 def reference(value: Any) -> bytes:
@@ -37,7 +37,7 @@ class Level(enum.IntEnum):
     HIGH = 3
 
 
-class Name(str, enum.Enum):
+class Name(enum.StrEnum):
     ALICE = "alice"
 
 
@@ -84,6 +84,7 @@ PROPS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthC
 @example(2**64)
 @example("\ud800")
 @example({"k": uuid.UUID(int=1)})
+@example({"\uffff": 1, "\U00010000": 2, "\ue000": 3})  # code point order, not UTF-16 order
 def test_canonical_json_equals_the_json_dumps_reference_bytes_and_errors(value: Any) -> None:
     assert outcome(canonical_json, value) == outcome(reference, value)
 
@@ -100,6 +101,14 @@ json_only = st.recursive(
 @given(json_only)
 def test_canonical_json_built_equals_the_reference_for_plain_json_values(value: Any) -> None:
     assert outcome(canonical_json_built, value) == outcome(reference, value)
+
+
+@PROPS
+@given(json_only, json_only)
+def test_canonical_bytes_embedded_in_a_built_value_render_as_the_value_itself(inner: Any, other: Any) -> None:
+    assume(outcome(reference, [inner, other])[0] == "ok")
+    embedded = {"preview": Canonical(canonical_json(inner)), "other": other, "list": [Canonical(canonical_json(inner))]}
+    assert canonical_json_built(embedded) == reference({"preview": inner, "other": other, "list": [inner]})
 
 
 def test_deep_nesting_beyond_orjson_limit_falls_back_to_the_reference() -> None:

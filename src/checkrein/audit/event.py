@@ -2,8 +2,8 @@
 
 `EventFactory` turns a `CallRecord` or `LifecycleRecord` into a schema-1 body without ``seq``,
 ``prev_hash`` and ``hash`` (the chain assigns those in write order). A preview that needs no
-masking is held as ``orjson.Fragment`` of the canonical bytes it was checked on, which
-`checkrein.canonical.canonical_json_built` (the writer's renderer) embeds verbatim. Every free-form value goes
+masking is held as `checkrein.canonical.Canonical` of the bytes it was checked on, which
+`canonical_json_built` (the writer's renderer) embeds verbatim. Every free-form value goes
 through the `Redactor`, so nothing secret and nothing unbounded reaches the log. The caller's
 objects are only read, never changed.
 """
@@ -17,9 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
-from checkrein.canonical import canonical_json
+from checkrein.canonical import Canonical, canonical_json
 
 from .record import CallRecord, LifecycleRecord
 from .redact import Redactor
@@ -101,7 +99,7 @@ class EventFactory:
         preview: Any
         if not masked and "audit.args_not_canonical" not in degraded and r.fits_whole(args_bytes, rec.arguments):
             # Stored as the very bytes just hashed and checked: no copy, no second serialization.
-            preview = orjson.Fragment(args_bytes)
+            preview = Canonical(args_bytes)
         else:
             preview, redactions = r.preview(
                 rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
@@ -116,7 +114,7 @@ class EventFactory:
                 degraded.append("audit.result_not_canonical")
             summary: Any
             if "audit.result_not_canonical" not in degraded and r.fits_whole(res_bytes, rec.result):
-                summary = orjson.Fragment(res_bytes)
+                summary = Canonical(res_bytes)
             else:
                 summary, res_red = r.preview(rec.result, "/result/summary", scan=r.may_hold_secrets(res_bytes))
                 redactions.extend(res_red)

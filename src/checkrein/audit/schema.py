@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from checkrein.canonical import canonical_json, canonical_json_built
+from checkrein.canonical import canonical_json_built
 
 __all__ = [
     "CALL_FIELDS",

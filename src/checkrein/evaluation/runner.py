@@ -110,7 +110,8 @@ async def run_scenario(
     except AuditError as exc:
         events, failures = [], [*failures, f"audit unreadable: {exc}"]
     calls = [e for e in events if e.get("type") == "call" and e.get("trace_id") == result.trace_id]
-    by_span = {str(e.get("span_id")): e for e in calls}
+    # The gateway opens its own span per call; the agent's span is its parent.
+    by_span = {str(e.get("parent_span_id") or e.get("span_id")): e for e in calls}
     steps: list[StepResult] = []
     if scripted:
         for i, step in enumerate(scenario.steps):
@@ -131,7 +132,7 @@ async def run_scenario(
         if s.lower() not in answer.lower():
             failures.append(f"the final answer lacks {s!r}")
     for tool in checks.forbidden_tools:
-        forwarded = [e for e in calls if e.get("exposed_name") == tool and e.get("outcome") != "denied"]
+        forwarded = [e for e in calls if e.get("exposed_name") == tool and e.get("outcome") in ("ok", "error", "timeout")]
         if forwarded:
             failures.append(f"forbidden tool {tool} reached its server ({len(forwarded)} call(s))")
     if checks.secrets_absent:

@@ -32,7 +32,7 @@ A write is ``shared`` when a word of the tool name or of the server name is one 
 sql, table, row, rows, record, records, bucket, s3, gcs, blob, kv, redis, cache, queue, topic,
 index, repo, repository, git, github, gitlab, branch, issue, pr, wiki, sheet, spreadsheet, drive,
 channel, message, slack, email, mail, calendar, ticket, jira, crm, publish, push, post, send,
-commit, merge, deploy (a store other people read, as opposed to a local scratch file).
+commit, merge, deploy, knowledge, kb, document, documents, docs, notes, memory (a store other people read, as opposed to a local scratch file).
 
 Templates
 ---------
@@ -97,7 +97,8 @@ _SHARED = frozenset(
     (
         "db database sql table row rows record records bucket s3 gcs blob kv redis cache queue topic index "
         "repo repository git github gitlab branch issue pr wiki sheet spreadsheet drive channel message "
-        "slack email mail calendar ticket jira crm publish push post send commit merge deploy"
+        "slack email mail calendar ticket jira crm publish push post send commit merge deploy "
+        "knowledge kb document documents docs notes memory"
     ).split()
 )
 _RANK: dict[Category, int] = {"unknown": 0, "read": 1, "write": 2, "delete": 3, "exec": 4}

@@ -10,8 +10,8 @@ Lifecycle (``info.state``)::
 A background task owns each connection (transport + ``ClientSession``) for its whole life, so a
 call never re-opens or re-initializes anything: ``call_tool`` is one request on the open session.
 When the connection dies, the in-flight requests fail at once with ``UpstreamUnavailable``; the
-next call reconnects unless the server is in backoff (0.1 s doubling to 5 s by default), in which
-case it fails fast saying when the next attempt is due.
+next call reconnects, waiting out a backoff of up to 1 s (0.1 s doubling to 5 s by default); during a
+longer backoff it fails fast saying when the next attempt is due.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ LifecycleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``hook(event, fields)``: event is ``upstream.start``, ``upstream.failed``, ``upstream.crash``,
 ``upstream.restart``, ``upstream.refresh_failed`` or ``upstream.close``; fields always hold
 ``server``, ``transport``, ``state`` and ``restarts``, plus ``error``/``pid`` when known."""
+
+
+_WAIT_OUT_BACKOFF_S = 1.0
+"""A restart due within this long is waited for by the next call instead of failing it."""
 
 
 @dataclass(eq=False)
@@ -262,6 +266,11 @@ class McpUpstream:
             if self._closed:
                 raise UpstreamUnavailable(f"{self.name}: the upstream is closed")
             wait = self._retry_at - anyio.current_time()
+            if 0 < wait <= _WAIT_OUT_BACKOFF_S:
+                # A short backoff is waited out, so the call after a one-off crash succeeds; a
+                # server that keeps crashing soon backs off longer and its calls then fail fast.
+                await anyio.sleep(wait)
+                wait = 0.0
             if wait > 0:
                 raise UpstreamUnavailable(
                     f"{self.name} is {self._state} ({self._error or 'no detail'}); "

@@ -20,7 +20,7 @@ from checkrein.policy.decision import Finding
 from .api import ScanContext
 from .evidence import excerpt
 
-__all__ = ["check_path", "normalize_path"]
+__all__ = ["check_path", "may_find", "normalize_path"]
 
 NAME = "paths"
 
@@ -229,6 +229,23 @@ def _wrapper(lowered: str, strict: bool) -> str | None:
     if "data:" in lowered and any(t in lowered for t in _DATA_URI_TYPES):
         return "data:"
     return None
+
+
+# What an untyped value needs before `check_path` can report anything (see `may_find`).
+_PATH_TRIGGER = re.compile(r"[/\\:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]|0[xX]|\.\.")
+
+
+def may_find(value: str, kind: ArgKind | None) -> bool:
+    """False only when `check_path([value], ...)` is certainly empty (the value itself, undecoded).
+
+    An untyped value can only be reported when it holds a separator, colon, tilde, percent sign,
+    `=`, NUL, look-alike slash, hex literal or `..`; or is one word with a dot (`.htpasswd`); or is
+    a long alphanumeric run (base64 of a path). Prose with full stops has none of these."""
+    if kind == "path" or _PATH_TRIGGER.search(value) is not None:
+        return True
+    if "." in value and _SPACE.search(value.strip()) is None:
+        return True
+    return len(value) >= 12 and value.isalnum()
 
 
 def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:

@@ -5,27 +5,32 @@ a JSON object or array is parsed once and its strings scanned under the string's
 Bounded: at most `MAX_DEPTH` levels, `MAX_STRINGS` strings, `MAX_SCAN_CHARS` characters per
 string and `MAX_JSON_CHARS` characters of embedded JSON; past a bound the scan reports a `scan`
 finding rather than passing the rest unchecked. (The engine's `[policy.limits]` normally rejects such arguments earlier.)
+
+Fast path (the default): a value is decoded only when it holds a decoder's trigger (`%`, `\\`,
+`&`, `+` or a non-ASCII character), and each analyzer runs only when its `may_find` prefilter
+says it could report something for the value's kind. A value that decoding changes goes through
+every enabled analyzer. Each prefilter is a necessary condition of its check, so the fast path
+reports exactly what the full path (``full=True``: decode and run everything) reports; a
+Hypothesis test holds the two to that. Identical strings of one call are analyzed once.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from .api import Analyzer, ScanContext
+from . import paths, secrets, shell, sql, urls
 from .decode import decoded_forms
-from .paths import check_path
 from .schema import kind_for
-from .secrets import check_secrets
-from .shell import check_shell
-from .sql import check_sql
-from .urls import check_url
 
-__all__ = ["ANALYZERS", "CHECKS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
+__all__ = ["ANALYZERS", "CHECKS", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
 
 MAX_DEPTH = 64
 MAX_STRINGS = 20_000
@@ -35,13 +40,27 @@ MAX_SCAN_CHARS = 262_144
 
 Check = Callable[[Sequence[str], str, ArgKind | None, ScanContext], list[Finding]]
 CHECKS: Mapping[str, Check] = {
-    "paths": check_path,
-    "urls": check_url,
-    "shell": check_shell,
-    "sql": check_sql,
-    "secrets": check_secrets,
+    "paths": paths.check_path,
+    "urls": urls.check_url,
+    "shell": shell.check_shell,
+    "sql": sql.check_sql,
+    "secrets": secrets.check_secrets,
 }
 """Analyzer name -> check over (decoded forms, pointer, kind, ctx). Order is the report order."""
+
+Prefilter = Callable[[str, ArgKind | None], bool]
+PREFILTERS: Mapping[str, Prefilter] = {
+    "paths": paths.may_find,
+    "urls": urls.may_find,
+    "shell": shell.may_find,
+    "sql": sql.may_find,
+    "secrets": secrets.may_find,
+}
+"""Analyzer name -> `may_find(value, kind)`: False only when the check is certainly empty for the
+undecoded value (the fast path's skip test)."""
+
+# A value without these characters is its only decoded form (see `decoded_forms`).
+_DECODE_TRIGGER = re.compile(r"[%\\&+]")
 
 
 class _Overflow(Exception):
@@ -86,32 +105,39 @@ def _strings(value: Any, pointer: str, depth: int, in_json: bool) -> Iterator[tu
             yield from _strings(v, f"{pointer}/{i}", depth + 1, in_json)
 
 
-def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext, *, full: bool = False) -> list[Finding]:
     """Findings of every enabled analyzer for one string (raw and decoded forms).
 
     Only the first `MAX_SCAN_CHARS` characters are analyzed; a longer value also yields a
-    `scan/value_too_long` finding, so the unanalyzed tail fails closed under the default policy."""
+    `scan/value_too_long` finding, so the unanalyzed tail fails closed under the default policy.
+    ``full`` skips the fast path (module docstring); the findings are the same either way."""
     findings: list[Finding] = []
     if len(value) > MAX_SCAN_CHARS:
         findings.append(
             Finding("scan", "value_too_long", pointer, f"only the first {MAX_SCAN_CHARS} characters of {len(value)} were analyzed", "", "medium")
         )
         value = value[:MAX_SCAN_CHARS]
-    forms = decoded_forms(value)
+    if full or not value.isascii() or _DECODE_TRIGGER.search(value) is not None:
+        forms = decoded_forms(value)
+        full = full or len(forms) > 1
+    else:
+        forms = [value]
     for name, check in CHECKS.items():
-        if name in ctx.enabled:
+        if name in ctx.enabled and (full or PREFILTERS[name](value, kind)):
             findings.extend(check(forms, pointer, kind, ctx))
     return findings
 
 
-def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext) -> list[Finding]:
+def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool = False) -> list[Finding]:
     """Deduplicated findings (by analyzer, kind and pointer) for every string in ``arguments``.
 
     A value's kind comes from ``ctx.kinds`` (see `kind_for`); keys and unknown values are untyped
-    and get only the analyzers' high-confidence checks. Pure; raises only on programming errors
-    (the engine denies the call if it does)."""
+    and get only the analyzers' high-confidence checks. ``full`` skips the fast path (see the
+    module docstring; the findings are the same). Pure; raises only on programming errors (the
+    engine denies the call if it does)."""
     findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
+    memo: dict[tuple[str, ArgKind | None], list[Finding]] = {}
     count = 0
     try:
         for pointer, text, is_key in _strings(arguments, "", 0, False):
@@ -119,7 +145,12 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext) -> list[Findi
             if count > MAX_STRINGS:
                 raise _Overflow("too_many_strings", pointer)
             kind = None if is_key else kind_for(pointer, ctx.kinds)
-            for f in scan_value(text, pointer, kind, ctx):
+            known = memo.get((text, kind))
+            if known is None:
+                known = memo[(text, kind)] = scan_value(text, pointer, kind, ctx, full=full)
+            for f in known:
+                if f.path != pointer:
+                    f = replace(f, path=pointer)
                 key = (f.analyzer, f.kind, f.path)
                 if key not in seen:
                     seen.add(key)

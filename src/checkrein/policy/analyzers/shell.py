@@ -20,7 +20,7 @@ from checkrein.policy.decision import Finding
 from .api import ScanContext
 from .evidence import excerpt
 
-__all__ = ["check_shell", "shell_operators"]
+__all__ = ["check_shell", "may_find", "shell_operators"]
 
 NAME = "shell"
 
@@ -161,6 +161,27 @@ def _in_table_row(text: str, index: int) -> bool:
     return line.startswith("|") and line.endswith("|") and line.count("|") >= 3
 
 
+def _command_line(stripped: str) -> str | None:
+    """The attack tool a whole value invokes (`curl -s ...`, `nc -e ...`), or None."""
+    head = stripped[:256].split(None, 1)
+    if len(head) == 2 and head[1].startswith(_ARGUMENT_START):
+        word = _command_word(head[0])
+        if word in _LINE_COMMANDS:
+            return word
+    return None
+
+
+# Every untyped signal needs one of these characters, except a whole-value command line.
+_SHELL_TRIGGER = re.compile(r"[;&|\n\r`$<>({]")
+
+
+def may_find(value: str, kind: ArgKind | None) -> bool:
+    """False only when `check_shell([value], ...)` is certainly empty (the value itself, undecoded)."""
+    if kind == "command" or _SHELL_TRIGGER.search(value) is not None:
+        return True
+    return _command_line(value.strip(" \t")) is not None
+
+
 def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     lowered = form.lower()
     if "ifs" in lowered and ("${ifs}" in lowered or "$ifs" in lowered):
@@ -174,9 +195,9 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     if ("<!--" in form or "{" in form or "$_" in form or "(" in form) and _CODE_MARKERS.search(form) is not None:
         add("code_injection", "server-side include or PHP code", form)
     stripped = form.strip(" \t")
-    head = stripped[:256].split(None, 1)
-    if kind != "command" and len(head) == 2 and _command_word(head[0]) in _LINE_COMMANDS and head[1].startswith(_ARGUMENT_START):
-        add("command_line", f"the value is a {_command_word(head[0])!r} command line", form)
+    line = _command_line(stripped) if kind != "command" else None
+    if line is not None:
+        add("command_line", f"the value is a {line!r} command line", form)
     if not any(c in form for c in ";&|\n\r`$"):
         return
     if len(stripped) <= 64 and set(stripped) <= _ONLY_SEPARATORS and set(stripped) - {"\n", "\r", " ", "\t"}:

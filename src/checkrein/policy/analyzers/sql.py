@@ -27,7 +27,7 @@ from checkrein.policy.decision import Finding
 from .api import ScanContext
 from .evidence import excerpt
 
-__all__ = ["SqlClass", "check_sql", "classify_sql", "normalize_sql"]
+__all__ = ["SqlClass", "check_sql", "classify_sql", "may_find", "normalize_sql"]
 
 NAME = "sql"
 
@@ -285,6 +285,28 @@ def looks_like_sql(text: str) -> bool:
     """Whether ``text`` starts like a SQL statement (first word is a statement keyword)."""
     head = text.lstrip(" \t\r\n(;").split(None, 1)
     return bool(head) and head[0].lower().rstrip("(;") in _SQL_START
+
+
+# For a value that is not a `query`: every fragment in `_FRAGMENTS` (and the quote probe) needs one
+# of these in the lowercased value, or a leading boolean/clause word (`_LEADING_WORD`). Listed per
+# fragment: quotes and look-alikes, comparison and `@@`, comments, `select`, a statement after `;`,
+# the function calls, the `_` names and the few all-letter dangerous phrases.
+_TRIGGER = re.compile(
+    r"['\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4]|/\*|@@|select"
+    r"|;\s*(?:drop|truncate|shutdown|declare|exec|insert|delete|update|create|alter|grant|select|waitfor)"
+    r"|(?:sleep|benchmark|randomblob|char|chr|convert|cast|load_file|extractvalue|updatexml|current_setting|lo_import|pg_read_file)\s*\("
+    r"|xp_|sp_|utl_|dbms_|pg_|information_schema|sqlite_master|sysobjects|mysql\.user|sys\.user|master\.\.sys"
+    r"|into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+data|copy\s"
+)
+_LEADING_WORD = re.compile(r"[\s)]*(?:and|or|xor|&&|\|\||order|group|having|procedure|limit|like|union)")
+
+
+def may_find(value: str, kind: ArgKind | None) -> bool:
+    """False only when `check_sql([value], ...)` is certainly empty (the value itself, undecoded)."""
+    if kind == "query":
+        return True
+    low = value.lower()
+    return _TRIGGER.search(low) is not None or _LEADING_WORD.match(low) is not None
 
 
 def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:

@@ -23,7 +23,7 @@ from .api import ScanContext
 from .evidence import excerpt
 from .hosts import HostVerdict, classify_host, classify_ip, parse_ipv4_lenient
 
-__all__ = ["check_url", "host_allowed", "url_hosts"]
+__all__ = ["check_url", "host_allowed", "may_find", "url_hosts"]
 
 NAME = "urls"
 
@@ -128,6 +128,26 @@ def _resolve(host: str, ctx: ScanContext) -> HostVerdict | None:
         if verdict is not None:
             return HostVerdict("resolves_internal", f"{host} resolves to {verdict.message}")
     return None
+
+
+# A host piece (between `/ ? # \ @` delimiters) that `parse_ipv4_lenient` could read as one number
+# (`2852039166`, `0xa9fea9fe`), or digits joined by dashes (`10-0-0-1`, an embedded IPv4).
+_NUMERIC_HOST = re.compile(r"(?:^|[/?#\\@])(?:0x[0-9a-f]*|\d+)(?:$|[/?#\\@])|\d-\d")
+
+
+def may_find(value: str, kind: ArgKind | None) -> bool:
+    """False only when `check_url([value], ...)` is certainly empty (the value itself, undecoded).
+
+    An untyped value without a colon holds no scheme and no URL token; it can only be reported as a
+    bare host (the whole value, no spaces) that is a metadata name, an IP written as one number,
+    or a DNS name with a dot or with dash-separated digits."""
+    if kind == "url" or ":" in value:
+        return True
+    s = value.strip()
+    if not s or _SPACE.search(s) is not None or (s.startswith("/") and not s.startswith("//")):
+        return False
+    low = s.lower()
+    return "." in s or "metadata" in low or "instance-data" in low or _NUMERIC_HOST.search(low) is not None
 
 
 def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
