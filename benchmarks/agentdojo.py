@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -37,6 +38,7 @@ from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.config.policy import ResultSettings
 from checkrein.policy import CompiledPolicy, Identity, SessionState, ToolCall, compile_policy, decide
+from checkrein.policy.analyzers import find_secrets
 from checkrein.policy.inspect import DefaultInspector
 from checkrein.policy.results import ResultView
 
@@ -70,6 +72,8 @@ class Replay:
     denied: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)
+    masked: list[str] = field(default_factory=list)
+    """The secret values masked in delivered results (as found in the original text)."""
     reached: bool = False
     trace: list[FunctionCall] = field(default_factory=list)
 
@@ -93,16 +97,19 @@ def build_policy(suite: TaskSuite[Any], *, arg_scan: bool = True) -> CompiledPol
     return compile_policy(config, tools, scanner=lambda _args, _ctx: [])
 
 
-def _escaped(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)[1:-1]
+def _squash(s: str) -> str:
+    """Whitespace-insensitive form: the environment's YAML folds the injected text's line breaks."""
+    return " ".join(s.split())
 
 
-def _contains_injection(result: Any, injections: Sequence[str]) -> bool:
-    """Whether the raw tool result (before formatting) carries any injected text."""
-    if not injections:
-        return False
-    dumped = json.dumps(_plain(result), ensure_ascii=False, default=str)
-    return any(_escaped(v) in dumped for v in injections if v)
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _plain(result: Any) -> Any:
@@ -111,6 +118,15 @@ def _plain(result: Any) -> Any:
     if isinstance(result, list):
         return [_plain(r) for r in result]
     return result
+
+
+def _contains_injection(result: Any, injections: Sequence[str]) -> bool:
+    """Whether the raw tool result (before formatting) carries any injected text, whitespace aside."""
+    wanted = [_squash(v) for v in injections if v.strip()]
+    if not wanted:
+        return False
+    haystack = _squash("\n".join(_strings(_plain(result))))
+    return any(w in haystack for w in wanted)
 
 
 def replay(
@@ -154,9 +170,10 @@ def replay(
             continue
         if "secrets_redacted" in inspection.flags:
             out.redacted.append(call.function)
+            out.masked += [text[sp.start : sp.end] for sp in find_secrets(text)]
         if any(f in inspection.flags for f in ("injection", "untrusted")):
             session.tainted = True
-        if _contains_injection(result, injections) or any(v and v in inspection.texts[0] for v in injections):
+        if _contains_injection(result, injections) or _contains_injection(inspection.texts[0], injections):
             out.reached = True
     return out
 
@@ -213,6 +230,11 @@ def run_user_task(
     return bool(utility), bool(attacked), rep
 
 
+def _needed(secret: str, expected_output: str) -> bool:
+    """Whether a masked value is part of the answer the task expects (a run of 8+ word characters)."""
+    return any(run in expected_output for run in re.findall(r"\w{8,}", secret))
+
+
 class _NamedPipeline(GroundTruthPipeline):
     def __init__(self) -> None:
         super().__init__(None)
@@ -241,12 +263,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         }  # fmt: skip
         for ut in suite.user_tasks.values():
             ok, _, rep = run_user_task(suite, ut, None, {}, policy, inspector)
-            kept = ok and not rep.denied and not rep.withheld
+            # A masked secret the task had to report (its expected answer contains it) loses the task too.
+            needed = [v for v in rep.masked if _needed(v, ut.GROUND_TRUTH_OUTPUT)]
+            kept = ok and not rep.denied and not rep.withheld and not needed
             row["utility"] += kept
-            # A masked secret may be what the task needed; counted so the utility number can be read right.
             row["redacted_tasks"] += bool(rep.redacted)
             if args.verbose and not kept:
-                print(f"  utility lost {name}/{ut.ID}: check={ok} denied={rep.denied} withheld={rep.withheld}")
+                print(
+                    f"  utility lost {name}/{ut.ID}: check={ok} denied={rep.denied} withheld={rep.withheld}"
+                    f" masked_but_needed={len(needed)}"
+                )
         pipeline = _NamedPipeline()
         for attack_name in attacks:
             attack = load_attack(attack_name, suite, pipeline)

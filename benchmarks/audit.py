@@ -10,8 +10,6 @@ the least disturbed one):
 * baseline SQLite: ``executemany`` of pre-built rows into the same indexed table, one transaction;
 * trail batch (with / without the SQLite index): ``record_call`` for every record from one task,
   timed until ``aclose`` returns (everything redacted, hashed, chained, written, fsynced, indexed);
-* writer as an anyio task (build + chain on the event loop, write/fsync/index hop to a worker
-  thread per batch) against the product's writer thread, same records;
 * trail durable: ``--concurrency`` tasks each awaiting ``record_call`` (one fsync per batch);
 * added p50 of a gateway call with auditing on vs off, when ``checkrein.gate`` can build a gate.
 """
@@ -31,11 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from checkrein.audit import CallRecord, open_audit_trail
 from checkrein.audit.sqlite_index import _INSERT, _SCHEMA
-from checkrein.audit.trail import prepare_trail
 from checkrein.config import AuditSettings
 
 SECRET_EVERY = 20  # one record in 20 carries a credential, so redaction work is realistic
@@ -64,14 +60,15 @@ def best(rates: list[float]) -> float:
     return max(rates)
 
 
-def baseline_jsonl(directory: Path, sample: dict[str, Any], n: int) -> float:
+def baseline_jsonl(directory: Path, sample: dict[str, Any], n: int) -> tuple[float, float]:
+    """(events/s, process CPU µs per event)."""
     path = directory / "plain.jsonl"
     events = []
     for i in range(n):
         e = dict(sample)
         e["seq"] = i
         events.append(e)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with path.open("wb") as f:
         for i, e in enumerate(events):
             f.write(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
@@ -80,9 +77,9 @@ def baseline_jsonl(directory: Path, sample: dict[str, Any], n: int) -> float:
                 os.fsync(f.fileno())
         f.flush()
         os.fsync(f.fileno())
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     path.unlink()
-    return n / dt
+    return n / dt, cpu / n * 1e6
 
 
 def baseline_sqlite(directory: Path, line: str, n: int) -> float:
@@ -104,62 +101,21 @@ def baseline_sqlite(directory: Path, line: str, n: int) -> float:
     return n / dt
 
 
-async def trail_batch(directory: Path, records: list[CallRecord], *, sqlite: bool) -> tuple[float, float]:
-    """(events/s until closed, p50 µs of record_call on the call path)."""
+async def trail_batch(directory: Path, records: list[CallRecord], *, sqlite: bool) -> tuple[float, float, float]:
+    """(events/s until closed, p50 µs of record_call on the call path, process CPU µs per event:
+    every thread's, so less disturbed by other jobs than the wall-clock rate)."""
     shutil.rmtree(directory, ignore_errors=True)
     trail = open_audit_trail(AuditSettings(dir=str(directory), sqlite=sqlite, max_queue=len(records) + 10), directory.parent)
     lat: list[int] = []
     perf = time.perf_counter_ns
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for r in records:
         a = perf()
         await trail.record_call(r)
         lat.append(perf() - a)
     await trail.aclose()
-    dt = time.perf_counter() - t0
-    return len(records) / dt, statistics.median(lat) / 1000
-
-
-async def task_writer(directory: Path, records: list[CallRecord]) -> float:
-    """The alternative design: one anyio task drains the queue, builds and chains on the loop,
-    and hops to a worker thread to write, fsync and index each batch."""
-    shutil.rmtree(directory, ignore_errors=True)
-    trail, writer = prepare_trail(AuditSettings(dir=str(directory), max_queue=len(records) + 10), directory.parent)
-    done = anyio.Event()
-    produced = anyio.Event()
-
-    async def drive() -> None:
-        while True:
-            items = writer._drain(4096)
-            if not items:
-                if produced.is_set():
-                    break
-                await anyio.sleep(0)
-                continue
-            for payload, now, _, degraded in items:
-                writer._seal(writer._build(payload, now, degraded))
-            await anyio.to_thread.run_sync(writer._flush)
-            await anyio.to_thread.run_sync(writer._index_rows)
-        writer._seal(writer._chain.checkpoint("shutdown", time.time()))
-        await anyio.to_thread.run_sync(writer._flush)
-        await anyio.to_thread.run_sync(writer._index_rows)
-        done.set()
-
-    if writer._index is not None:
-        writer._index.start()
-    t0 = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(drive)
-        for i, r in enumerate(records):
-            trail._enqueue((r, time.time(), None, ()))
-            if i % 256 == 0:
-                await anyio.sleep(0)  # let the writer task run, as a gateway's awaits would
-        produced.set()
-        await done.wait()
-    writer._close_files()
-    if writer._lock_fd is not None:
-        os.close(writer._lock_fd)
-    return len(records) / (time.perf_counter() - t0)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return len(records) / dt, statistics.median(lat) / 1000, cpu / len(records) * 1e6
 
 
 async def trail_durable(directory: Path, records: list[CallRecord], concurrency: int) -> tuple[float, float, float]:
@@ -242,27 +198,35 @@ def main() -> None:
     ap.add_argument("--gate-calls", type=int, default=2_000)
     ap.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
     opts = ap.parse_args()
+    for name in ("events", "durable_events", "concurrency", "rounds", "gate_calls"):
+        if getattr(opts, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
 
     records = make_records(opts.events)
     tmp = Path(tempfile.mkdtemp(prefix="checkrein-bench-audit-"))
     results: dict[str, Any] = {"events": opts.events, "cpus": os.cpu_count(), "python": sys.version.split()[0]}
     try:
         # One real stored line gives the baselines the same shape and size as the product's.
-        anyio.run(lambda: trail_batch(tmp / "probe", records[1:2], sqlite=False))
+        anyio.run(lambda: trail_batch(tmp / "probe", make_records(2)[1:], sqlite=False))
         line = next(x for x in (tmp / "probe" / "segment-000001.jsonl").read_text().splitlines() if '"type":"call"' in x)
         sample = json.loads(line)
         results["event_bytes"] = len(line) + 1
 
-        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite", "task")}
+        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite")}
+        cpu: dict[str, list[float]] = {k: [] for k in ("jsonl", "batch", "batch_nosqlite")}
         call_path: list[float] = []
         for _ in range(opts.rounds):
-            rows["jsonl"].append(baseline_jsonl(tmp, sample, opts.events))
+            rate, cpu_us = baseline_jsonl(tmp, sample, opts.events)
+            rows["jsonl"].append(rate)
+            cpu["jsonl"].append(cpu_us)
             rows["sqlite"].append(baseline_sqlite(tmp, line, opts.events))
-            rate, p50 = anyio.run(lambda: trail_batch(tmp / "batch", records, sqlite=True))
+            rate, p50, cpu_us = anyio.run(lambda: trail_batch(tmp / "batch", records, sqlite=True))
             rows["batch"].append(rate)
+            cpu["batch"].append(cpu_us)
             call_path.append(p50)
-            rows["batch_nosqlite"].append(anyio.run(lambda: trail_batch(tmp / "nosql", records, sqlite=False))[0])
-            rows["task"].append(anyio.run(task_writer, tmp / "task", records))
+            rate, _, cpu_us = anyio.run(lambda: trail_batch(tmp / "nosql", records, sqlite=False))
+            rows["batch_nosqlite"].append(rate)
+            cpu["batch_nosqlite"].append(cpu_us)
         durable = anyio.run(trail_durable, tmp / "durable", records[: opts.durable_events], opts.concurrency)
         gate = anyio.run(gateway_overhead, tmp / "gate", opts.gate_calls)
     finally:
@@ -273,16 +237,19 @@ def main() -> None:
 
     print(f"audit benchmark: {opts.events} call events of {results['event_bytes']} bytes, best of {opts.rounds}, "
           f"{results['cpus']} CPUs, Python {results['python']}")
-    show("baseline: plain JSONL append (dumps+write)", best(rows["jsonl"]))
+    def cpu_note(key: str) -> str:
+        return f"({min(cpu[key]):.1f} µs CPU/event)"
+
+    show("baseline: plain JSONL append (dumps+write)", best(rows["jsonl"]), cpu_note("jsonl"))
     show("baseline: raw SQLite executemany (indexed)", best(rows["sqlite"]))
-    show("trail batch: JSONL + SQLite (writer thread)", best(rows["batch"]))
-    show("trail batch: JSONL only", best(rows["batch_nosqlite"]))
-    show("writer as anyio task (+to_thread per batch)", best(rows["task"]))
+    show("trail batch: JSONL + SQLite (writer thread)", best(rows["batch"]), cpu_note("batch"))
+    show("trail batch: JSONL only", best(rows["batch_nosqlite"]), cpu_note("batch_nosqlite"))
     print(f"  record_call on the call path, batch mode: p50 {min(call_path):.1f} µs")
     print(f"  trail durable ({opts.concurrency} callers): {durable[0]:,.0f} events/s, "
           f"record_call p50 {durable[1]:.2f} ms, p99 {durable[2]:.2f} ms")
     print(f"  {gate}")
     results.update({k: best(v) for k, v in rows.items()})
+    results.update({f"{k}_cpu_us": min(v) for k, v in cpu.items()})
     results.update({"call_path_p50_us": min(call_path), "durable_eps": durable[0], "durable_p50_ms": durable[1],
                     "durable_p99_ms": durable[2], "gate": gate})
     if opts.json:

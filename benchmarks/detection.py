@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from checkrein.config.policy import ArgKind
-from checkrein.policy.analyzers import ScanContext, find_secrets, kind_from_name, scan_arguments
+from checkrein.policy.analyzers import ScanContext, classify_sql, find_secrets, kind_from_name, scan_arguments
 from checkrein.policy.decision import Finding
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,6 +62,10 @@ def weak_group(cls: str, payload: str, source: str) -> str | None:
             return "php-filter-iconv (filter-chain pieces)"
         if name in _ABSOLUTE_LISTS and ".." not in payload and "%" not in payload:
             return "plain paths to sensitive files (no traversal)"
+    if cls == "sqli" and payload.lstrip()[:1].isalpha() and ";" not in payload.strip().rstrip(";") and classify_sql(payload) in ("read", "ddl"):
+        # `select version();`, `create table t (...)`: whether an agent may run them is the
+        # read-only SQL constraint's question (`[policy.tools.X.args.Y] read_only_sql`), not injection.
+        return "one complete read-only or DDL statement (policy question)"
     if cls == "command_injection" and name == "command_exec.txt":
         lowered = payload.lower()
         if not any(m in lowered for m in _META):

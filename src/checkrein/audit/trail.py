@@ -231,21 +231,6 @@ def open_audit_trail(
     `checkrein.testing.faulty_file`). Raises ``AuditError`` (bad key, damaged log) and
     ``AuditUnavailable`` (directory not writable while ``on_failure = "deny"``).
     """
-    trail, writer = prepare_trail(settings, base_dir, secret_finder=secret_finder, clock=clock, opener=opener)
-    writer.start()
-    return trail
-
-
-def prepare_trail(
-    settings: AuditSettings,
-    base_dir: Path,
-    *,
-    secret_finder: SecretFinder | None = None,
-    clock: Callable[[], float] = time.time,
-    opener: LogOpener | None = None,
-) -> tuple[AuditTrailImpl, Writer]:
-    """`open_audit_trail` without starting the writer thread (for benchmarks that drive the
-    writer another way). Same errors."""
     directory = resolve_audit_dir(settings, base_dir)
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -257,10 +242,12 @@ def prepare_trail(
     except OSError as exc:
         raise AuditUnavailable(f"cannot lock audit directory {directory}: {exc.strerror}") from None
     try:
-        return _prepare_locked(settings, directory, signer, lock_fd, secret_finder, clock, opener)
+        trail, writer = _prepare_locked(settings, directory, signer, lock_fd, secret_finder, clock, opener)
     except BaseException:
         os.close(lock_fd)
         raise
+    writer.start()
+    return trail
 
 
 def _prepare_locked(

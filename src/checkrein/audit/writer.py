@@ -2,8 +2,7 @@
 
 A thread rather than an anyio task because every step it takes blocks (write, fsync, SQLite), the
 trail must be usable from synchronous code (`open_audit_trail` is not async), and
-`benchmarks/audit.py` measured it faster than an event-loop task that hops to a worker thread
-per batch.
+an event-loop task that hops to a worker thread per batch measured no faster (docs/performance.md).
 
 Failure model: any ``OSError`` while opening, writing, syncing or truncating a segment puts the
 writer in the *failing* state (`writable` False). The lines it had sealed stay pending, the file

@@ -67,7 +67,7 @@ def run(
                    "use --trace-dir DIR")
         raise typer.Exit(2) from None
     settings = RunSettings(max_steps=max_steps, compress_at_tokens=compress_at)
-    observer = None if quiet or as_json else _progress
+    observer = _warnings_only if quiet or as_json else _progress
     outcome = anyio.run(lambda: run_query(target, chosen, query, directory, settings, observer=observer))
     result = outcome.result
     if as_json:
@@ -88,12 +88,17 @@ _RUN_ENDING = frozenset({"connect", "tools_list", "model"})
 """Errors that end the run: the final ``error:`` line says them, so progress does not repeat them."""
 
 
+def _warnings_only(event: dict[str, Any]) -> None:
+    """What even ``--quiet`` and ``--json`` say on stderr: a run with no tools is rarely meant."""
+    if event.get("type") == "tools_list" and not event.get("count"):
+        _err.print("[yellow]the server shows no tools: check the config's servers and their messages above[/yellow]")
+
+
 def _progress(event: dict[str, Any]) -> None:
     """One stderr line per step a user cares about while the run goes on."""
     kind = event.get("type")
-    if kind == "tools_list" and not event.get("count"):
-        _err.print("[yellow]the server shows no tools: check the config's servers and their messages above[/yellow]")
-    elif kind == "tools_list":
+    _warnings_only(event)
+    if kind == "tools_list" and event.get("count"):
         _err.print(f"[dim]{event.get('count')} tool(s) available[/dim]")
     elif kind == "llm_response" and event.get("tool_calls"):
         names = escape(", ".join(str(c.get("name")) for c in event["tool_calls"]))
@@ -145,7 +150,10 @@ def trace_show(
     from checkrein.agent.trace import read_trace, summarize_trace
 
     try:
-        summary = summarize_trace(read_trace(file))
+        events = read_trace(file)
+        if not any(e.get("type") == "run_start" for e in events):
+            raise ValueError("not a run trace (no run_start event); traces are written by `checkrein run`")
+        summary = summarize_trace(events)
     except (OSError, ValueError) as exc:
         _err.print(f"[red]{escape(f'cannot read trace {file}: {exc}')}[/red]")
         raise typer.Exit(2) from None

@@ -79,7 +79,8 @@ def build_server(root: Path) -> BundledServer:
         path = _path(root, filename)
         if not path.is_file():
             raise ToolError(f"file not found: {filename}")
-        data = path.read_bytes()[: MAX_READ_BYTES + 1]
+        with path.open("rb") as fh:
+            data = fh.read(MAX_READ_BYTES + 1)  # never the whole of a huge file
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")
 

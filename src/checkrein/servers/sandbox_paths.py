@@ -1,9 +1,10 @@
 """File names the `sandbox` server accepts, and the directory they live in.
 
 A name is one plain file name inside the sandbox directory: no separators, no `..`, no `~`, `$`,
-`|`, `;`, `&`, no control characters. The name is checked as given, after URL-decoding (up to
-three rounds, so `%252e%252e%252f` is caught) and after Unicode NFKC folding (fullwidth `．．／`),
-and the resolved path (symlinks followed) is re-checked to sit directly inside the sandbox.
+`|`, `;`, `&`, no slash lookalikes, no control characters. The name is checked as given, after
+URL-decoding (up to three rounds, so `%252e%252e%252f` is caught; an overlong UTF-8 encoding
+such as `%c0%ae` is refused outright) and after Unicode NFKC folding (fullwidth `．．／`), and the
+resolved path (symlinks followed) is re-checked to sit directly inside the sandbox.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ SEED_FILES: dict[str, str] = {
     "readme.md": "# Sandbox\nFiles in this folder are the only ones the sandbox server can read or write.\n",
 }
 
-_FORBIDDEN = ("/", "\\", "..", "~", "$", "|", ";", "&", ":", "`", "<", ">", "*", "?", "\x00")
+# Slash lookalikes that NFKC leaves alone: inert on Linux, but a name holding one was written to
+# look like a path.
+_LOOKALIKE_SEPARATORS = ("\u2215", "\u2044", "\u2216", "\u29f5", "\u29f8", "\u29f9")
+_FORBIDDEN = ("/", "\\", "..", "~", "$", "|", ";", "&", ":", "`", "<", ">", "*", "?", "\x00", *_LOOKALIKE_SEPARATORS)
 
 
 class PathRefused(ValueError):
@@ -64,11 +68,15 @@ def seed_sandbox(root: Path) -> None:
 
 
 def _variants(name: str) -> list[str]:
-    """The name as given, each URL-decoding round, and the NFKC fold of each."""
+    """The name as given, each URL-decoding round, and the NFKC fold of each; raises
+    `PathRefused` when a round decodes to bytes that are not UTF-8 (overlong ``%c0%ae``)."""
     seen = [name]
     current = name
     for _ in range(3):
-        decoded = unquote(current)
+        try:
+            decoded = unquote(current, errors="strict")
+        except UnicodeDecodeError:
+            raise PathRefused("refused: filename holds an invalid (e.g. overlong) UTF-8 encoding") from None
         if decoded == current:
             break
         seen.append(decoded)

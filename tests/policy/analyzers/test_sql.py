@@ -115,3 +115,46 @@ def test_untyped_prose_with_sql_words_is_clean(text: str) -> None:
 def test_normalize_sql_blanks_comments_but_keeps_mysql_executable_comments() -> None:
     assert normalize_sql("UN/**/ION  SEL/*x*/ECT") == "un ion sel ect"
     assert normalize_sql("/*!50000UNION*/ SELECT") == "union select"
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "expected"),
+    [
+        ("' –", None, "quote_probe"),  # typographic dash after a quote
+        ("\u2019 \u2014", None, "quote_probe"),
+        ("'LIKE'", None, "quote_probe"),
+        ("1/*'*/", None, "comment_obfuscation"),
+        ("admin/*!50000\"*/", None, "comment_obfuscation"),
+        ("1-false", None, "boolean_probe"),
+        ("2-true", "query", "boolean_probe"),
+        ("1 exec xp_dirtree", None, "dangerous_function"),
+        ("x; execute master..sp_who", None, "dangerous_function"),
+        ("==", "query", "operator_probe"),
+        (",", "query", "operator_probe"),
+        ("<>", "query", "operator_probe"),
+        ("-- or #", "query", "comment_probe"),
+        ("/* unterminated", "query", "comment_probe"),
+        ("/* x */ ", "query", "comment_probe"),
+    ],
+)
+def test_syntax_probes_and_evasions_are_reported(value: str, kind: str | None, expected: str) -> None:
+    assert expected in kinds_of(scan_one(value, kind), "sql")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("-- comment\nSELECT id FROM t WHERE region = 'EU'", "query"),
+        ("/* daily */ SELECT 1", "query"),
+        ("*", "query"),
+        ("#python", "query"),
+        ("it's true - 1 of them", None),
+        ("Q1 – Q2 revenue, the team’s best", None),
+        ("int x = 1; /* don't touch */ return x;", None),
+        ("SELECT name FROM t WHERE name LIKE '%smith%'", "query"),
+        ("==", None),
+        ("-2", "query"),
+    ],
+)
+def test_near_misses_of_the_probes_are_clean(value: str, kind: str | None) -> None:
+    assert kinds_of(scan_one(value, kind), "sql") == set()  # type: ignore[arg-type]

