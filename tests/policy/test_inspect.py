@@ -85,7 +85,10 @@ def test_injection_off_delivers_without_detection() -> None:
 def test_injection_inside_structured_content_is_found_with_its_pointer() -> None:
     structured = {"messages": [{"subject": "hi", "body": "see you"}, {"subject": "x", "body": ATTACK}]}
     out = inspect(view("2 messages", structured=structured))
-    assert out.action == "withhold"
+    # Only the flagged field is withheld (policy/withhold.py); the rest of the result is delivered.
+    assert out.action == "deliver" and "fields_withheld" in out.flags
+    assert out.structured["messages"][1]["body"].startswith("[withheld by checkrein")
+    assert out.structured["messages"][0]["body"] == "see you"
     assert any(f.path == "/structuredContent/messages/1/body" for f in out.findings)
 
 

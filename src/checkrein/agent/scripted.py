@@ -26,7 +26,7 @@ import yaml
 
 from .model import Message, ModelError, ModelReply, Purpose, ScriptError, ToolRequest, ToolSpec, Usage
 
-__all__ = ["ScriptStep", "ScriptedModel", "load_script", "script_from_data"]
+__all__ = ["ScriptStep", "ScriptedModel", "load_script", "render_answer", "script_from_data"]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ In this order, each on what the previous step left:
    not fit;
 2. secrets are masked (`redact_secrets = true`) in every text block and every string inside the
    structured content, before anything else looks at or delivers them;
-3. prompt injection (`injection`): `withhold` (default) replaces the whole result by a reason the
-   model can read that quotes none of the attacker's text; `wrap` delivers it with each text block
+3. prompt injection (`injection`): `withhold` (default) replaces only the flagged strings of a JSON
+   result by a marker when the rest then reads clean (`policy/withhold.py`, flag `fields_withheld`),
+   else the whole result by a reason the model can read that quotes none of the attacker's text; `wrap` delivers it with each text block
    (and each flagged string of the structured content) fenced and labelled as untrusted data;
    `off` skips detection.
 
@@ -30,6 +31,7 @@ from checkrein.policy.call import ToolCall
 from checkrein.policy.decision import Finding
 from checkrein.policy.injection import detect_injection
 from checkrein.policy.results import Inspection, ResultView
+from checkrein.policy.withhold import withhold_flagged_fields
 
 __all__ = ["DefaultInspector", "Redactor", "TRUNCATION_MARKER", "truncate_utf8", "wrap_untrusted"]
 
@@ -226,6 +228,18 @@ class DefaultInspector:
         findings += injection
         if s.injection == "withhold":
             kinds = ", ".join(sorted({f.kind for f in injection}))
+            scrubbed = withhold_flagged_fields(texts, structured, detect_injection, _map_strings, _STRUCTURED)
+            if scrubbed is not None:
+                texts, structured, withheld = scrubbed
+                return Inspection(
+                    "deliver",
+                    texts,
+                    structured,
+                    tuple(findings),
+                    (*flags, "fields_withheld"),
+                    f"checkrein withheld {len(withheld)} field(s) of this result (prompt injection signals: {kinds})",
+                    (*redactions, *withheld),
+                )
             return Inspection(
                 "withhold",
                 (),

@@ -25,8 +25,8 @@ from typing import Any
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-from .api import Analyzer, ScanContext
 from . import paths, secrets, shell, sql, urls
+from .api import Analyzer, ScanContext
 from .decode import decoded_forms
 from .schema import kind_for
 
