@@ -1,8 +1,13 @@
-"""checkrein: a security gateway and audit trail for AI agents' MCP tool calls."""
+"""checkrein: a security gateway and audit trail for AI agents' MCP tool calls.
 
-from checkrein.config import Config, load_config
-from checkrein.errors import CheckreinError
-from checkrein.policy import Decision, Finding, ToolCall, decide
+The names below are loaded on first use, so a bundled server or the CLI that imports
+``checkrein`` does not pay for the policy engine (and sqlglot) unless it uses them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -16,3 +21,31 @@ __all__ = [
     "decide",
     "load_config",
 ]
+
+_LAZY = {
+    "CheckreinError": "checkrein.errors",
+    "Config": "checkrein.config",
+    "load_config": "checkrein.config",
+    "Decision": "checkrein.policy",
+    "Finding": "checkrein.policy",
+    "ToolCall": "checkrein.policy",
+    "decide": "checkrein.policy",
+}
+
+if TYPE_CHECKING:
+    from checkrein.config import Config, load_config
+    from checkrein.errors import CheckreinError
+    from checkrein.policy import Decision, Finding, ToolCall, decide
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'checkrein' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

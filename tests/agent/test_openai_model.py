@@ -112,6 +112,11 @@ def test_settings_come_from_env_over_dotenv(tmp_path: Path) -> None:
     assert read_dotenv(tmp_path / "missing") == {}
 
 
+def test_a_deepseek_key_is_never_sent_to_another_providers_base_url(tmp_path: Path) -> None:
+    s = resolve_settings(env={"DEEPSEEK_API_KEY": "ds", "OPENAI_BASE_URL": "https://other.example/v1"}, dotenv=tmp_path / "none")
+    assert (s.api_key, s.base_url) == ("ds", DEEPSEEK_BASE_URL)
+
+
 def test_deepseek_is_the_default_when_only_its_key_is_set(tmp_path: Path) -> None:
     s = resolve_settings(env={"DEEPSEEK_API_KEY": "ds"}, dotenv=tmp_path / "none")
     assert (s.api_key, s.base_url, s.model) == ("ds", DEEPSEEK_BASE_URL, "deepseek-chat")

@@ -96,7 +96,9 @@ def resolve_settings(
     default_model = DEFAULT_OPENAI_MODEL
     if not key and values.get("DEEPSEEK_API_KEY", "").strip():
         key = values["DEEPSEEK_API_KEY"].strip()
-        base_url = base_url or DEEPSEEK_BASE_URL
+        # A DeepSeek key goes to DeepSeek (or DEEPSEEK_BASE_URL), never to an OPENAI_BASE_URL
+        # meant for another provider.
+        base_url = values.get("DEEPSEEK_BASE_URL", "").strip() or DEEPSEEK_BASE_URL
         default_model = DEEPSEEK_MODEL
     if not key:
         raise ModelConfigError(

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.model != "scripted":
         from checkrein.agent.runner import choose_model
 
-        model = choose_model(args.model)
+        model = choose_model(None if args.model == "default" else args.model)
     try:
         result = anyio.run(
             lambda: run_scenario(scenario, args.workdir, model=model, model_name=args.model)
