@@ -173,7 +173,10 @@ def replay(
             out.masked += [text[sp.start : sp.end] for sp in find_secrets(text)]
         if any(f in inspection.flags for f in ("injection", "untrusted")):
             session.tainted = True
-        if _contains_injection(result, injections) or _contains_injection(inspection.texts[0], injections):
+        # When only some fields were withheld, what reached the agent is the delivered text; otherwise
+        # the raw result (the formatted text can escape or fold it beyond recognition).
+        delivered = inspection.texts[0] if "fields_withheld" in inspection.flags else result
+        if _contains_injection(delivered, injections):
             out.reached = True
     return out
 

@@ -74,6 +74,8 @@ class _Overflow(Exception):
 
 
 def _escape(key: str) -> str:
+    if "~" not in key and "/" not in key:
+        return key
     return key.replace("~", "~0").replace("/", "~1")
 
 
@@ -103,6 +105,8 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _collect(v, f"{pointer}/{i}", depth + 1, in_json, out)
+    elif value is None or isinstance(value, int | float):
+        return  # before the `Mapping` check, which is slow for a non-mapping
     elif isinstance(value, dict) or isinstance(value, Mapping):
         for k, v in value.items():
             child = f"{pointer}/{_escape(str(k))}"

@@ -159,10 +159,10 @@ def kind_for(pointer: str, kinds: Mapping[str, ArgKind]) -> ArgKind | None:
     if hit is not None:
         return hit
     parts = pointer.split("/")
-    generic = "/".join("*" if p.isdigit() else p for p in parts)
-    hit = kinds.get(generic)
-    if hit is not None:
-        return hit
+    if any(p.isdigit() for p in parts):
+        hit = kinds.get("/".join("*" if p.isdigit() else p for p in parts))
+        if hit is not None:
+            return hit
     if len(parts) == 2:
         return kinds.get(parts[1].replace("~1", "/").replace("~0", "~"))
     return None
