@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from checkrein._trie import trie_regex
 
 __all__ = ["BuiltinSpan", "SecretFinder", "SecretLike", "builtin_may_match", "find_builtin_secrets"]
 
@@ -75,29 +77,7 @@ _FRAGMENTS = (
 )
 
 
-def _trie_pattern(words: Sequence[str]) -> str:
-    """One regex matching any of ``words``, factored as a trie: Python's `re` tries alternatives
-    one by one at each position, so sharing prefixes makes the search ~2.5x faster than a flat
-    alternation (measured on tool-result text)."""
-    trie: dict[str, Any] = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: dict[str, Any]) -> str:
-        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        if not alts:
-            return ""
-        optional = "" in node
-        body = alts[0] if len(alts) == 1 and not optional else "(?:" + "|".join(alts) + ")"
-        return body + "?" if optional else body
-
-    return build(trie)
-
-
-_HINT = re.compile(_trie_pattern(_FRAGMENTS))
+_HINT = re.compile(trie_regex(_FRAGMENTS))
 
 
 def _hint(lowered: str) -> bool:

@@ -12,10 +12,10 @@ import base64
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from checkrein._trie import trie_regex
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
@@ -118,32 +118,9 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-def _longest_literal(words: Iterable[str]) -> str:
-    """A regex matching, at each position, the longest of ``words`` that starts there (as a
-    longest-first alternation does), written as a trie: one branch per next character instead of
-    one alternative per word, so each position costs a character test rather than ~100 tries."""
-    trie: dict[str, Any] = {}
-    for w in words:
-        node = trie
-        for c in w:
-            node = node.setdefault(c, {})
-        node[""] = {}
-
-    def build(node: dict[str, Any]) -> str:
-        branches = [re.escape(c) + build(child) for c, child in sorted(node.items()) if c]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        if "" in node:  # a word ends here: prefer the longer words below, else stop
-            return (body if len(branches) > 1 else "(?:" + body + ")") + "?"
-        return body
-
-    return build(trie)
-
-
 # One pass over the text finds which rules can possibly match (a C-speed scan instead of a
 # Python loop over every rule's prefixes); `_RULES_BY_PREFIX` then visits only those rules.
-_PREFILTER = re.compile(_longest_literal({p for r in _RULES for p in r.prefilter}))
+_PREFILTER = re.compile(trie_regex({p for r in _RULES for p in r.prefilter}))
 _RULES_BY_PREFIX: dict[str, tuple[int, ...]] = {
     p: tuple(i for i, r in enumerate(_RULES) if p in r.prefilter) for r in _RULES for p in r.prefilter
 }
