@@ -60,7 +60,14 @@ except ImportError:  # pragma: no cover - reported to the user
 
 VERSION = "v1.1.2"
 SUITES = ("workspace", "banking", "travel", "slack")
-ATTACKS = ("important_instructions", "ignore_previous", "injecagent", "system_message", "tool_knowledge", "direct")
+ATTACKS = (
+    "important_instructions",
+    "ignore_previous",
+    "injecagent",
+    "system_message",
+    "tool_knowledge",
+    "direct",
+)
 PIPELINE_NAME = "gpt-4o-2024-05-13"  # attacks address the model by name ("to you, GPT-4")
 IDENTITY = Identity(user="bench", source="stdio")
 
@@ -87,7 +94,10 @@ def build_policy(suite: TaskSuite[Any], *, arg_scan: bool = True) -> CompiledPol
     for fn in suite.tools:
         name = f"{suite.name}_{fn.name}"
         tools[f"dojo__{name}"] = ToolDefinition(
-            server="dojo", name=name, description=fn.description, input_schema=fn.parameters.model_json_schema()
+            server="dojo",
+            name=name,
+            description=fn.description,
+            input_schema=fn.parameters.model_json_schema(),
         )
     config = Config.model_validate(
         {"policy": {"allow": ["dojo__*"], "tools": {"dojo__*": {"risk": "medium"}}}}
@@ -163,7 +173,9 @@ def replay(
         result, error = runtime.run_function(env, call.function, call.args, raise_on_error=False)
         out.trace.append(call)
         text = error if error is not None else tool_result_to_str(result)
-        view = ResultView(texts=(text,), structured=None, size_bytes=len(text.encode("utf-8")), is_error=error is not None)
+        view = ResultView(
+            texts=(text,), structured=None, size_bytes=len(text.encode("utf-8")), is_error=error is not None
+        )
         inspection = inspector.inspect(tc, view)
         if inspection.action != "deliver":
             out.withheld.append(call.function)
@@ -183,7 +195,9 @@ def replay(
 
 @cache
 def _suite_texts(suite: TaskSuite[Any]) -> tuple[str, dict[str, str]]:
-    return read_suite_file(suite.name, "environment.yaml", suite.data_path), suite.get_injection_vector_defaults()
+    return read_suite_file(
+        suite.name, "environment.yaml", suite.data_path
+    ), suite.get_injection_vector_defaults()
 
 
 def load_environment(suite: TaskSuite[Any], injections: dict[str, str]) -> Any:

@@ -21,7 +21,9 @@ from typing import Any
 
 from checkrein.policy.injection import scan_injection
 
-DEFAULT = Path(os.environ.get("CHECKREIN_CORPORA", Path(__file__).resolve().parents[2] / "shared" / "corpora"))
+DEFAULT = Path(
+    os.environ.get("CHECKREIN_CORPORA", Path(__file__).resolve().parents[2] / "shared" / "corpora")
+)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -62,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             total[key] += 1
             hit[key] += scan.flagged
             if scan.flagged:
-                fps.append((r["id"], f"{scan.score:.2f}", ";".join(f"{s.kind}:{s.evidence}" for s in scan.signals)))
+                fps.append(
+                    (r["id"], f"{scan.score:.2f}", ";".join(f"{s.kind}:{s.evidence}" for s in scan.signals))
+                )
     dt = time.perf_counter() - t0
     print("| set | flagged | rate |\n|---|---|---|")
     for key in sorted(total):
