@@ -94,7 +94,7 @@ _ACTION_VERB_RE = re.compile(
 # An imperative starts a sentence or follows one of these words ("please send", "then forward").
 _LEAD_WORDS = ("please", "now", "then", "first", "also", "and", "immediately", "quickly", "todo", "todo:")
 _EXTERNAL_RE = re.compile(
-    r"[\w.+-]+@[\w-]+\.[\w.-]+|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}\b|https?://\S+|\bwww\.\S+|"
+    r"[\w.+-]+@[\w-]+\.[\w.-]+|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,3})?\b|https?://\S+|\bwww\.\S+|"
     r"\b[\w-]+\.(?:com|net|org|io|ru|cn|xyz|info|biz|co)\b"
 )
 _SENSITIVE_RE = re.compile(

@@ -30,6 +30,7 @@ from .lexicon import (
 )
 from .normalize import Views, normalize
 from .phrases import NEEDLES
+from .tasks import task_label_signals
 
 __all__ = ["THRESHOLD", "WINDOW", "InjectionScan", "detect_injection", "scan_injection"]
 
@@ -181,6 +182,7 @@ def _content_signals(views: Views, *, actions: bool = True) -> list[Signal]:
     signals += _ignore_family(views.folded)
     signals += _foreign_family(views.text)
     signals += exfil_link_signals(views.text)
+    signals += task_label_signals(views.text)
     if actions:
         signals += action_signals(views.text)
     return signals
@@ -260,7 +262,7 @@ def detect_injection(text: str) -> list[Finding]:
 
     Each finding has ``kind`` (`ignore_instructions`, `role_marker`, `turn_marker`,
     `directive_to_model`, `tool_directive`, `hidden_text`, `exfil_link`, `exfil_directive`,
-    `action_directive`, `urgency`), ``path`` ``""`` and a short evidence excerpt of the
+    `action_directive`, `task_directive`, `urgency`), ``path`` ``""`` and a short evidence excerpt of the
     normalized text. Only the signals of the strongest window are reported.
     """
     scan = scan_injection(text)

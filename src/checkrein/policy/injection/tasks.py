@@ -1,0 +1,96 @@
+"""Task labels: a short imperative planted in data under a `TODO:` / `Task:` / `Action required:` label.
+
+The label alone is ordinary (meeting notes have "Action items:"), and so is an imperative alone
+("please send the invoice by Friday"). Together, at the start of a line, sentence or quoted field,
+they read as a task handed to whoever reads the text (weight 0.5). When the task comes after other
+content (not a note that opens with its own to-do) and names where
+something should go or what it should touch (an e-mail address, IBAN, URL, account, amount, an
+object by ID, a credential, or "the user" in the third person, which only an assistant is told
+about), it flags alone (weight 1.0). Labels and verbs are listed in several languages; the target
+test is language-independent.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .carriers import Signal
+
+__all__ = ["task_label_signals"]
+
+_LABEL_RE = re.compile(
+    r"(?:todo|to-do|(?<![\w-])(?:to do|new task|task|action required|required action|action item|action needed|"
+    r"assignment|aufgabe|zu erledigen|tarea|pendiente|tâche|à faire|a fare|da fare|compito|"
+    r"tarefa|a fazer|zadanie|taak|uppgift|opgave|tehtävä|görev|задача|задание|сделать|任务|待办|待辦|タスク|"
+    r"할 일|작업))s?\s?[:：]\s*"
+)
+# Where a label starts: the text, a line, a sentence, a quoted field, a bullet or a "key: " prefix.
+_BOUNDARY = ("\n", "'", '"', "(", "[", "-", "*", "•", ">", "#", ".", "!", "?", ":", ",", ";", "|", "“", "«", "「")
+# A `todo:` glued to the word before it ("...USATODO: send") is still a label: no word ends that way.
+_GLUED = ("todo", "to-do")
+_POLITE = frozenset(
+    {"please", "pls", "kindly", "now", "immediately", "urgently", "asap", "bitte", "sofort", "svp",
+     "favor", "por", "per", "favore", "s'il", "vous", "plaît", "plait", "пожалуйста", "請", "请"}
+)  # fmt: skip
+# Imperatives that act on the world: English as whole words, other languages by stem so that
+# inflection (sende/sendet, envía/envíe) matches.
+_EN_VERBS = frozenset(
+    {"send", "forward", "email", "e-mail", "mail", "transfer", "wire", "pay", "post", "upload", "share",
+     "delete", "remove", "erase", "wipe", "invite", "grant", "change", "modify", "reset", "update", "book",
+     "reserve", "create", "add", "schedule", "publish", "leak", "exfiltrate", "copy", "concatenate",
+     "give", "provide", "move", "visit", "open", "click", "download", "install", "run", "execute", "set",
+     "cancel", "approve", "sign", "buy", "purchase", "order", "submit", "reply", "write", "tell"}
+)  # fmt: skip
+_STEMS = (
+    # de, fr, es, it, pt, nl, pl, ru
+    "schick", "sende", "überweis", "leite", "lösch", "entfern", "änder", "erstell", "zahl", "bezahl",
+    "teile", "buche", "envoi", "envoy", "transfér", "transfier", "transfira", "supprim", "efface", "modifi",
+    "changez", "crée", "créez", "crear", "créalo", "cree",
+    "payez", "paie", "partag", "réserv", "reenv", "envía", "envíe", "envia", "envie", "elimin", "borra",
+    "cambi", "paga", "compart", "reserv", "invia", "invii", "inoltr", "trasfer", "cancell",
+    "condivid", "prenot", "encaminh", "exclua", "apague", "altere", "crie", "pague", "stuur", "verwijder",
+    "wijzig", "betaal", "wyślij", "przelej", "usuń", "zmień", "отправ", "перевед", "переш", "удал",
+    "измен", "созда", "оплат",
+)  # fmt: skip
+_WORD_RE = re.compile(r"[^\s,;:.!?'\"()]+")
+_TARGET_RE = re.compile(
+    r"[\w.+-]+@[\w-]+\.[\w.-]+|"  # e-mail address
+    r"\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,3})?\b|"  # IBAN (last group 1-4 long)
+    r"\b\d{8,}\b|"  # account or card number
+    r"https?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ru|cn|xyz|info|biz|co|me|app)\b|"  # link
+    r"[$€£¥₹]\s?\d|\d\s?(?:[$€£¥₹]|usd|eur|gbp|dollars?|euros?)\b|"  # amount
+    r"\bids?\s?[:#]?\s?['\"]?\d|"  # an object named by ID
+    r"password|passcode|security code|verification code|api key|token|credential|"  # credentials
+    r"\bthe user'?s?\b|\bof the user\b"  # the reader is told about "the user": an assistant
+)
+_TAIL = 200
+
+
+def _imperative(text: str, pos: int) -> bool:
+    """The action verb starting the task at ``pos`` (after politeness words), if there is one."""
+    for k, m in enumerate(_WORD_RE.finditer(text, pos, pos + 80)):
+        word = m.group()
+        if word in _POLITE and k < 3:
+            continue
+        return k < 4 and (word in _EN_VERBS or word.startswith(_STEMS))
+    return False
+
+
+def task_label_signals(text: str) -> list[Signal]:
+    """`task_directive` signals in ``text`` (a normalized, casefolded view)."""
+    out: list[Signal] = []
+    for m in _LABEL_RE.finditer(text):
+        before = text[max(0, m.start() - 2) : m.start()].rstrip(" ")
+        if before and not before.endswith(_BOUNDARY) and not m.group().startswith(_GLUED):
+            continue  # mid-sentence ("things to do: ..."), not a label
+        if not _imperative(text, m.end()):
+            continue
+        tail = text[m.end() : m.end() + _TAIL]
+        # A text that opens with its label is someone's own to-do note; one planted after other
+        # content (a field, a row, a paragraph) is handed to whoever reads that content.
+        strong = bool(text[: m.start()].strip(" \n'\"")) and _TARGET_RE.search(tail) is not None
+        evidence = text[m.start() : m.end() + 70].strip()
+        out.append(Signal("task_directive", 1.0 if strong else 0.5, m.start(), evidence, "task_label"))
+        if len(out) >= 32:
+            break
+    return out
