@@ -168,3 +168,17 @@ def test_the_real_command_runs_without_starting_any_upstream(project: Path) -> N
     )
     assert proc.returncode == 3, proc.stderr
     assert json.loads(proc.stdout)["findings"][0]["path"] == "/path"
+
+
+def test_large_arguments_come_from_a_file_or_stdin(project: Path, tmp_path: Path) -> None:
+    """Regression (argv too long): arguments over ~128 KB could not be passed on the command line."""
+    big = {"path": "a", "n": 1, "pad": "x" * 200_000}
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps(big))
+    code, out = invoke("check", "-c", str(project), "-t", "fs__read_file", "-a", f"@{args_file}", "--json")
+    assert code == 0, out
+    result = CliRunner().invoke(app, ["policy", "check", "-c", str(project), "-t", "fs__read_file", "-a", "-"],
+                                input=json.dumps({"path": "a", "n": "42"}))
+    assert result.exit_code == 3
+    code, out = invoke("check", "-c", str(project), "-t", "fs__read_file", "-a", f"@{tmp_path / 'missing.json'}")
+    assert code == 2

@@ -129,7 +129,9 @@ def _print_decision(exposed: str, d: Decision, as_json: bool, policy: CompiledPo
 
 def check(
     tool: str = typer.Option(..., "--tool", "-t", help="Exposed tool name (server__tool)."),
-    args: str = typer.Option("{}", "--args", "-a", help="Arguments as a JSON object."),
+    args: str = typer.Option(
+        "{}", "--args", "-a", help="Arguments as a JSON object; @FILE reads it from a file, - from stdin."
+    ),
     config_path: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")] = _DEFAULT_CONFIG,
     identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -138,6 +140,13 @@ def check(
     """Print the decision for one call. Exit 0 allow, 3 deny, 4 ask, 2 usage error.
 
     The caller is the local user (as for stdio) unless --identity or --anonymous says otherwise."""
+    try:
+        if args == "-":
+            args = sys.stdin.read()
+        elif args.startswith("@"):
+            args = Path(args[1:]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _usage(f"cannot read --args {args[:200]}: {exc}") from None
     try:
         arguments = json.loads(args)
     except ValueError as exc:

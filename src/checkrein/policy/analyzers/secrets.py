@@ -203,6 +203,10 @@ _NON_KEY_SUFFIXES = (
 )  # fmt: skip
 
 
+# A URL with no `user:password@` part: scheme, then a host with no `@` before the path.
+_PLAIN_URL = re.compile(r"(?i)(?:https?|ftp)://[^\s/@:]+(?::\d{1,5})?(?:[/?#]|$)")
+
+
 def _inside_mask(text: str, index: int) -> bool:
     opening = text.rfind("[REDACTED:", max(0, index - 40), index)
     return opening != -1 and "]" not in text[opening:index]
@@ -255,8 +259,12 @@ def _keyword_spans(text: str) -> list[SecretSpan]:
             if v is None:
                 continue
             end = v.end()
-        pos = max(pos, end)
         value = text[start:end]
+        if _PLAIN_URL.match(value):
+            # "reset your password: https://site/reset": a link, not the password. Credentials inside
+            # the URL (`user:pw@host`, `?token=...`) are found on their own: search on from the key.
+            continue
+        pos = max(pos, end)
         if (comparison and not quote) or is_placeholder(value):
             continue
         if word.lower() in ("key", "pw") and (
