@@ -2,19 +2,19 @@
 
 The label alone is ordinary (meeting notes have "Action items:"), and so is an imperative alone
 ("please send the invoice by Friday"). Together, at the start of a line, sentence or quoted field,
-they read as a task handed to whoever reads the text (weight 0.5). When the task comes after other
-content (not a note that opens with its own to-do) and names where
-something should go or what it should touch (an e-mail address, IBAN, URL, account, amount, an
-object by ID, a credential, or "the user" in the third person, which only an assistant is told
-about), it flags alone (weight 1.0). Labels and verbs are listed in several languages; the target
-test is language-independent.
+they read as a task handed to whoever reads the text. Two halves of weight 0.5 each: the task is
+planted after other content (a field, a row, a paragraph; not a note that opens with its own to-do),
+and it names where something should go or what it should touch (an e-mail address, IBAN, URL,
+account, amount, an object by ID, a credential, or "the user" in the third person, which only an
+assistant is told about). Both together flag alone. Labels and verbs are listed in several
+languages; the target test is language-independent.
 """
 
 from __future__ import annotations
 
 import re
 
-from .carriers import Signal
+from .carriers import _EXTERNAL_RE, Signal
 
 __all__ = ["task_label_signals"]
 
@@ -25,7 +25,7 @@ _LABEL_RE = re.compile(
     r"할 일|작업))s?\s?[:：]\s*"
 )
 # Where a label starts: the text, a line, a sentence, a quoted field, a bullet or a "key: " prefix.
-_BOUNDARY = ("\n", "'", '"', "(", "[", "-", "*", "•", ">", "#", ".", "!", "?", ":", ",", ";", "|", "“", "«", "「")
+_BOUNDARY = tuple("\n'\"([-*•>#.!?:,;|“«「")
 # A `todo:` glued to the word before it ("...USATODO: send") is still a label: no word ends that way.
 _GLUED = ("todo", "to-do")
 _POLITE = frozenset(
@@ -54,10 +54,8 @@ _STEMS = (
 )  # fmt: skip
 _WORD_RE = re.compile(r"[^\s,;:.!?'\"()]+")
 _TARGET_RE = re.compile(
-    r"[\w.+-]+@[\w-]+\.[\w.-]+|"  # e-mail address
-    r"\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,3})?\b|"  # IBAN (last group 1-4 long)
+    _EXTERNAL_RE.pattern + "|"  # e-mail address, IBAN, link
     r"\b\d{8,}\b|"  # account or card number
-    r"https?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ru|cn|xyz|info|biz|co|me|app)\b|"  # link
     r"[$€£¥₹]\s?\d|\d\s?(?:[$€£¥₹]|usd|eur|gbp|dollars?|euros?)\b|"  # amount
     r"\bids?\s?[:#]?\s?['\"]?\d|"  # an object named by ID
     r"password|passcode|security code|verification code|api key|token|credential|"  # credentials
@@ -86,11 +84,15 @@ def task_label_signals(text: str) -> list[Signal]:
         if not _imperative(text, m.end()):
             continue
         tail = text[m.end() : m.end() + _TAIL]
-        # A text that opens with its label is someone's own to-do note; one planted after other
-        # content (a field, a row, a paragraph) is handed to whoever reads that content.
-        strong = bool(text[: m.start()].strip(" \n'\"")) and _TARGET_RE.search(tail) is not None
+        # A text that opens with its label is someone's own to-do note (or a `<!-- TODO: -->` code
+        # comment); one planted after other content (a field, a row, a paragraph) is handed to
+        # whoever reads that content.
+        planted = bool(text[: m.start()].strip(" \n'\""))
+        weight = (0.5 if planted else 0.0) + (0.5 if _TARGET_RE.search(tail) else 0.0)
+        if not weight:
+            continue
         evidence = text[m.start() : m.end() + 70].strip()
-        out.append(Signal("task_directive", 1.0 if strong else 0.5, m.start(), evidence, "task_label"))
+        out.append(Signal("task_directive", weight, m.start(), evidence, "task_label"))
         if len(out) >= 32:
             break
     return out
