@@ -96,7 +96,8 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 key="gateway.token",
             )
     async with build_gate(config) as gate, anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, tg.cancel_scope)
+        if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
         _report_start(gate)
         if config.source:
             # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.

@@ -11,11 +11,15 @@ the MCP handlers (`context.IDENTITY_SCOPE_KEY`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
 import socket
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 
+import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
@@ -149,9 +153,31 @@ async def serve_http(
     sock = sock or bind_socket(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    server = uvicorn.Server(config)
+    server = _Server(config)
     log.info("checkrein serving Streamable HTTP on http://%s:%d/mcp", host, bound)
     if on_ready is not None:
         await on_ready(bound)
-    await server.serve(sockets=[sock])
+    async with anyio.create_task_group() as tg:
+        if threading.current_thread() is threading.main_thread():
+            tg.start_soon(_exit_on_signal, server)
+        await server.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: it would re-raise SIGTERM after its shutdown and
+    kill the process before the gate closes its upstreams and the audit trail."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _exit_on_signal(server: uvicorn.Server) -> None:
+    """SIGTERM/SIGINT: let uvicorn finish in-flight requests and return; the caller then closes."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.warning("received signal %s; shutting down", signum)
+            server.should_exit = True
+            return
 

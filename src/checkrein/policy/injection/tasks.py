@@ -77,6 +77,7 @@ def _imperative(text: str, pos: int) -> bool:
 def task_label_signals(text: str) -> list[Signal]:
     """`task_directive` signals in ``text`` (a normalized, casefolded view)."""
     out: list[Signal] = []
+    opening = len(text) - len(text.lstrip(" \n'\""))
     for m in _LABEL_RE.finditer(text):
         before = text[max(0, m.start() - 2) : m.start()].rstrip(" ")
         if before and not before.endswith(_BOUNDARY) and not m.group().startswith(_GLUED):
@@ -87,7 +88,7 @@ def task_label_signals(text: str) -> list[Signal]:
         # A text that opens with its label is someone's own to-do note (or a `<!-- TODO: -->` code
         # comment); one planted after other content (a field, a row, a paragraph) is handed to
         # whoever reads that content.
-        planted = bool(text[: m.start()].strip(" \n'\""))
+        planted = m.start() > opening
         weight = (0.5 if planted else 0.0) + (0.5 if _TARGET_RE.search(tail) else 0.0)
         if not weight:
             continue

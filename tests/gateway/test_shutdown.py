@@ -1,0 +1,86 @@
+"""SIGTERM ends `checkrein serve` gracefully: the audit log closes with a shutdown checkpoint.
+
+Regression: over HTTP, uvicorn's own signal handling re-raised SIGTERM after its shutdown (or the
+gate was cancelled under it), so the audit trail could be left without its closing checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from checkrein.audit.verify import verify_log
+
+CONFIG = """
+[[servers]]
+name = "echo"
+command = "python"
+args = ["-m", "checkrein.testing.echo_server"]
+
+[policy]
+allow = ["echo__echo"]
+
+[audit]
+dir = "audit"
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(predicate: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for the gateway")
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_sigterm_closes_the_audit_with_a_shutdown_checkpoint(tmp_path: Path, transport: str) -> None:
+    (tmp_path / "checkrein.toml").write_text(CONFIG)
+    cmd = [sys.executable, "-m", "checkrein", "serve", "--config", str(tmp_path / "checkrein.toml")]
+    port = _free_port()
+    if transport == "http":
+        cmd += ["--transport", "http", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        if transport == "http":
+            _wait_for(lambda: _healthy(port))
+        else:
+            assert proc.stdin is not None and proc.stdout is not None
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            proc.stdin.write((json.dumps(init) + "\n").encode())
+            proc.stdin.flush()
+            assert b'"id":1' in proc.stdout.readline().replace(b" ", b"")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode(errors="replace")
+    assert b"Traceback" not in err
+    report = verify_log(tmp_path / "audit")  # not --live: the log must be closed properly
+    assert report.valid, report.problem
+    assert report.checkpoints >= 1
