@@ -7,11 +7,9 @@ Lifecycle (``info.state``)::
         └──fails──> failed <──restart fails── restarting <───────────┘
                                                   └──ok──> ready (restarts += 1)
 
-A background task owns each connection (transport + ``ClientSession``) for its whole life, so a
-call never re-opens or re-initializes anything: ``call_tool`` is one request on the open session.
-When the connection dies, the in-flight requests fail at once with ``UpstreamUnavailable``; the
-next call reconnects, waiting out a backoff of up to 1 s (0.1 s doubling to 5 s by default); during a
-longer backoff it fails fast saying when the next attempt is due.
+A background task owns each connection for its whole life: ``call_tool`` is one request on the
+open session. When it dies, in-flight requests fail at once (``UpstreamUnavailable``); the next
+call reconnects, waiting out a backoff of up to 1 s (0.1 s doubling to 5 s), else fails fast.
 """
 
 from __future__ import annotations
@@ -26,11 +24,10 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp.types as types
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 import checkrein
@@ -42,6 +39,9 @@ from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.transports import all_pages, open_transport
+from checkrein.upstream.wire import describe_error as _describe
+from checkrein.upstream.wire import first_cause as _first_cause
+from checkrein.upstream.wire import session_expired as _session_expired
 from checkrein.upstream.wire import strip_identifying_meta, tool_definition
 
 __all__ = ["LifecycleHook", "McpUpstream"]
@@ -597,27 +597,4 @@ async def _templates(session: UpstreamSession) -> list[types.ResourceTemplate]:
         if exc.code == METHOD_NOT_FOUND:
             return []
         raise
-
-
-def _session_expired(exc: MCPError) -> bool:
-    """The HTTP server answered 404 for our session id: it restarted or expired the session."""
-    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
-
-
-def _first_cause(exc: BaseException) -> BaseException:
-    """The first exception inside (nested) exception groups, or ``exc`` itself."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for an exception, looking inside exception groups for the first real cause."""
-    exc = _first_cause(exc)
-    if isinstance(exc, MCPError):
-        return f"{exc.message} (JSON-RPC error {exc.code})"
-    if isinstance(exc, httpx2.ConnectError):
-        return f"cannot connect: {exc}"
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, UpstreamError) else f"{type(exc).__name__}: {text}"
 

@@ -9,12 +9,23 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import httpx2
 import mcp.types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST
 from pydantic import BaseModel
 
 from checkrein.catalog.model import ToolDefinition
+from checkrein.errors import UpstreamError
 
-__all__ = ["IDENTIFYING_META_KEYS", "strip_identifying_meta", "tool_definition"]
+__all__ = [
+    "IDENTIFYING_META_KEYS",
+    "describe_error",
+    "first_cause",
+    "session_expired",
+    "strip_identifying_meta",
+    "tool_definition",
+]
 
 IDENTIFYING_META_KEYS: frozenset[str] = frozenset(
     {
@@ -81,3 +92,27 @@ def strip_identifying_meta(result: _R) -> _R:
     if not update:
         return result
     return result.model_copy(update=update)
+
+
+def session_expired(exc: MCPError) -> bool:
+    """The HTTP server answered 404 for our session id: it restarted or expired the session."""
+    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
+
+
+def first_cause(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups, or ``exc`` itself."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an exception, looking inside exception groups for the first real cause."""
+    exc = first_cause(exc)
+    if isinstance(exc, MCPError):
+        return f"{exc.message} (JSON-RPC error {exc.code})"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect: {exc}"
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, UpstreamError) else f"{type(exc).__name__}: {text}"
+
