@@ -66,9 +66,9 @@ anyio.run(main)
 
 FASTMCP_PROXY = """
 import sys
-from fastmcp import FastMCP
 from fastmcp.client.transports import StdioTransport
-proxy = FastMCP.as_proxy(StdioTransport(command=sys.executable, args=["-m", "checkrein.testing.echo_server"]))
+from fastmcp.server import create_proxy  # FastMCP 4.x (FastMCP.as_proxy in 2.x)
+proxy = create_proxy(StdioTransport(command=sys.executable, args=["-m", "checkrein.testing.echo_server"]))
 proxy.run(show_banner=False)
 """
 
