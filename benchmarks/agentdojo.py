@@ -67,7 +67,13 @@ ATTACKS = (
     "system_message",
     "tool_knowledge",
     "direct",
+    "important_instructions_no_names",
+    "important_instructions_no_model_name",
+    "important_instructions_no_user_name",
+    "important_instructions_wrong_model_name",
+    "important_instructions_wrong_user_name",
 )
+"""Every registered prompt-injection template but `manual` (asks a human) and the `*_dos` ones."""
 PIPELINE_NAME = "gpt-4o-2024-05-13"  # attacks address the model by name ("to you, GPT-4")
 IDENTITY = Identity(user="bench", source="stdio")
 

@@ -318,6 +318,20 @@ async def test_a_server_that_fails_to_start_does_not_stop_the_others(tmp_path: P
     assert "command not found: nosuchserver" in text(result)
 
 
+async def test_a_server_that_failed_to_start_is_picked_up_when_it_comes_up(tmp_path: Path) -> None:
+    """Regression (failed start was final): a retry brings the server's tools in, quarantined as
+    new tools until `pin` (the lock was written while the server was down)."""
+    late = MemoryUpstream("late", fail_start="connection refused")
+    late.add_tool("hello", lambda a: "hi")
+    gate, _ = await started(tmp_path, upstream(), late, policy={"allow": ["*"]})
+    assert "late" in gate.failures
+    assert await gate.retry_failed_starts() == []  # still down: nothing changes
+    late.fail_start = None
+    assert await gate.retry_failed_starts() == ["late"]
+    assert "late" not in gate.failures and gate.ready_servers() == {"a", "late"}
+    assert [e.exposed for e in gate.catalog.quarantined] == ["late__hello"]
+
+
 async def test_resources_and_prompts_are_namespaced_and_gated(tmp_path: Path) -> None:
     gate, trail = await started(tmp_path, upstream(), upstream("b"), policy={"allow": ["a__*"]})
     resources = await gate.resources_for(ME)

@@ -81,6 +81,14 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
+async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
+    """Servers that failed to start are tried again every ``interval_s`` until they come up."""
+    while gate.failures:
+        await anyio.sleep(interval_s)
+        for name in await gate.retry_failed_starts():
+            _err(f"checkrein: server {name!r} is up now; its tools are served (new ones quarantined until `pin`)")
+
+
 async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
     from checkrein.frontend import Authenticator, serve_http, serve_stdio
     from checkrein.frontend.auth import LOOPBACK_HOSTS
@@ -99,6 +107,8 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
         if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
             tg.start_soon(_stop_on_signal, tg.cancel_scope)
         _report_start(gate)
+        if gate.failures:
+            tg.start_soon(_retry_failed_starts, gate)
         if config.source:
             # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
             await tg.start(ConfigWatcher(config.source, gate.apply_config).run)

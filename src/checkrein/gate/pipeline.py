@@ -160,6 +160,24 @@ class Gate:
             log.warning("server %r failed to start: %s", up.name, self.failures[up.name])
             log.debug("start failure of %r", up.name, exc_info=True)
 
+    async def retry_failed_starts(self) -> list[str]:
+        """Try once more to start every server that failed to start; rebuild the catalog for each
+        that comes up (its tools not yet in the lock arrive quarantined, as any new tool does).
+        Returns the names that came up. Never raises."""
+        up_now: list[str] = []
+        for name in sorted(self.failures):
+            up = self.upstreams.get(name)
+            if up is None or self._closed:
+                continue
+            try:
+                await up.start()
+            except Exception as exc:  # noqa: BLE001 - still down: keep serving the others, keep the reason fresh
+                self.failures[name] = str(exc) or type(exc).__name__
+                continue
+            await self.refresh(name)
+            up_now.append(name)
+        return up_now
+
     async def aclose(self) -> None:
         """Close the upstreams, then the audit trail (after recording the stop). Idempotent."""
         if self._closed:
