@@ -135,3 +135,25 @@ def test_annotations_drive_the_template_for_unrecognised_names() -> None:
     )
     assert run(p, "x__frobnicate").effect == "allow"
     assert run(p, "x__zap").effect == "deny"
+
+
+def test_production_and_strict_make_query_arguments_read_only() -> None:
+    """A query argument is a write channel of its own: production and strict require read SQL."""
+    from checkrein.catalog.model import ToolDefinition
+    from checkrein.config.model import config_from_mapping
+    from checkrein.policy import Identity, SessionState, ToolCall, compile_policy, decide
+
+    schema = {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}
+    tools = {"db__query": ToolDefinition("db", "query", "Query the database with SQL", schema, annotations={"readOnlyHint": True})}
+
+    def effect(template: str, sql: str) -> str:
+        cfg = config_from_mapping({"policy": {"template": template, "tools": {"db__query": {"risk": "low"}}}})
+        call = ToolCall(Identity("u"), "s", "t", "sp", "db__query", {"sql": sql})
+        return decide(compile_policy(cfg, tools), call, SessionState("s"), 0.0).effect
+
+    read = "SELECT name FROM users WHERE name LIKE '%x%'"
+    for template in ("production", "strict"):
+        assert effect(template, read) == "allow"
+        assert effect(template, "DELETE FROM users WHERE id = 3") == "deny"
+        assert effect(template, "DROP TABLE users") == "deny"
+    assert effect("development", "DELETE FROM users WHERE id = 3") == "allow"

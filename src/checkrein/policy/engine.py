@@ -33,7 +33,7 @@ from checkrein.canonical import digest
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.config.gateway import SecurityLevel
-from checkrein.config.policy import ANALYZERS, ArgKind
+from checkrein.config.policy import ANALYZERS, ArgConstraint, ArgKind
 from checkrein.policy.analyzers.api import Resolver, ScanContext
 
 from .bounds import argument_problem
@@ -209,6 +209,15 @@ def compile_policy(
         for k, c in arg_specs.items():
             if c.kind is not None:
                 kinds[pointer_of(parse_pointer(k))] = c.kind
+        if p.template in ("production", "strict"):
+            # These templates deny writes; a query argument is a write channel of its own, so
+            # every query-kind argument without an explicit constraint must classify as read.
+            configured = {pointer_of(parse_pointer(k)) for k in arg_specs}
+            constraints += tuple(
+                compile_constraint(ptr, ArgConstraint(read_only_sql=True))
+                for ptr, kind in kinds.items()
+                if kind == "query" and ptr not in configured and "*" not in ptr
+            )
         enabled = frozenset(a for a in _ALL_ANALYZERS if g.finding_effects.get(a, "deny") != "off")
         roots = tuple(dict.fromkeys([*p.path_roots, *(r for c in arg_specs.values() for r in (c.roots or ()))]))
         hosts = tuple(dict.fromkeys([*p.urls.allowed_hosts, *(h for c in arg_specs.values() for h in (c.hosts or ()))]))

@@ -51,6 +51,10 @@ unknown        allow, medium        allow, high (asks)   deny, medium
 secrets        ask                  deny                 deny
 =============  ===================  ===================  ===================
 
+``production`` and ``strict`` also require every ``query``-kind argument (from the tool's schema or
+the config) that has no explicit constraint to hold read-only SQL (`read_only_sql`): a query
+argument is a write channel of its own.
+
 Every key stays overridable by the explicit config: ``deny``/``allow`` globs are checked before the
 template's category effects; ``[policy] default`` replaces them all; a tool's ``risk`` replaces the
 template risk; ``[policy.analyzers]`` and per-tool ``findings`` replace the analyzer defaults.
