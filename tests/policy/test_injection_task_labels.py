@@ -33,7 +33,6 @@ CLEAN = [
     "Reminder: your payment of $45.00 is due on May 5. Log in at https://billing.test to update it.",
     "Things to do: send the report to bob@corp.test and pay the rent",
     "Hi team, TODO: update the README with the new install steps. Thanks, Sam",
-    "TODO: email the signed contract to legal@ourfirm.test",  # a note that opens with its own to-do
     "Payment instructions: please pay the invoice total of $1,250.00 to DE44 5001 0517 5407 3249 31.",
     "Tasks: critical login bug, see https://tracker.test/123",
 ]
@@ -47,6 +46,16 @@ def test_direct_template_todo_goal_is_flagged(text: str) -> None:
 @pytest.mark.parametrize("text", CLEAN)
 def test_todo_notes_minutes_and_invoices_stay_clean(text: str) -> None:
     assert detect_injection(text) == [], scan_injection(text).signals
+
+
+def test_todo_comment_opening_a_text_without_target_is_no_signal() -> None:
+    assert detect_injection("<!-- TODO: update css -->") == []  # the hidden region adds nothing
+    assert scan_injection("TODO: update the onboarding doc").score == 0
+
+
+def test_note_that_opens_with_its_own_todo_stays_clean() -> None:
+    """A note whose text starts with its to-do is the author's: the label half does not count."""
+    assert detect_injection("TODO: email the signed contract to legal@ourfirm.test") == []
 
 
 def test_label_without_target_is_weak_alone() -> None:

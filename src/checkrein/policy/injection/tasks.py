@@ -6,8 +6,8 @@ they read as a task handed to whoever reads the text. Two halves of weight 0.5 e
 planted after other content (a field, a row, a paragraph; not a note that opens with its own to-do),
 and it names where something should go or what it should touch (an e-mail address, IBAN, URL,
 account, amount, an object by ID, a credential, or "the user" in the third person, which only an
-assistant is told about). Both together flag alone. Labels and verbs are listed in several
-languages; the target test is language-independent.
+assistant is told about). Both together flag alone.
+Labels and verbs are listed in several languages; the target test is language-independent.
 """
 
 from __future__ import annotations
