@@ -172,7 +172,9 @@ class DefaultInspector:
         if structured is not None:
             strings = list(_strings(structured, _STRUCTURED))
             # One pass over everything first; attribute to single strings only when it flags.
-            whole = detect_injection("\n\n".join(s for _, s in strings))
+            # Each string after its pointer, as a model reading the JSON would see it: a planted
+            # "TODO: ..." as the first value is then not the start of the text.
+            whole = detect_injection("\n\n".join(f"{p}: {s}" for p, s in strings))
             if whole:
                 singles = [(p, detect_injection(s)) for p, s in strings]
                 hit_any = False
