@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from checkrein.canonical import digest
+from checkrein.catalog.model import ToolDefinition, split_exposed_name
+from checkrein.config import Config
 from checkrein.errors import LockFileError
 
-__all__ = ["LOCK_VERSION", "PinnedTool", "read_lock", "render_lock", "write_lock"]
+__all__ = ["LOCK_VERSION", "PinnedTool", "load_pinned_tools", "read_lock", "render_lock", "write_lock"]
 
 LOCK_VERSION = 1
 
@@ -97,3 +99,47 @@ def write_lock(path: Path, tools: Mapping[str, PinnedTool]) -> None:
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise LockFileError(f"{path}: cannot write lock file: {exc.strerror}") from exc
+
+
+def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefinition:
+    """A `ToolDefinition` from one lock entry; optional fields of the wrong type are dropped.
+
+    Raises `LockFileError` when the entry has no object ``inputSchema`` (MCP requires one).
+    """
+    try:
+        server, tool = split_exposed_name(exposed, separator)
+    except ValueError:
+        server, tool = "", exposed
+    name = raw.get("name")
+    schema = raw.get("inputSchema")
+    if not isinstance(schema, dict):
+        raise LockFileError(f"lock entry {exposed!r} has no object `inputSchema`; run `checkrein pin` to re-record it")
+
+    def opt_str(key: str) -> str | None:
+        v = raw.get(key)
+        return v if isinstance(v, str) else None
+
+    def opt_dict(key: str) -> dict[str, Any] | None:
+        v = raw.get(key)
+        return v if isinstance(v, dict) else None
+
+    return ToolDefinition(
+        server=server,
+        name=name if isinstance(name, str) else tool,
+        description=opt_str("description"),
+        input_schema=schema,
+        output_schema=opt_dict("outputSchema"),
+        annotations=opt_dict("annotations"),
+        title=opt_str("title"),
+    )
+
+
+def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
+    """Exposed name -> definition from the config's lock file.
+
+    Raises `LockFileError` (``catalog.lock_invalid``) when the lock is missing or malformed.
+    """
+    pins = read_lock(config.lock_path)
+    if pins is None:
+        raise LockFileError(f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first")
+    return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}

@@ -17,10 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from checkrein.catalog import read_lock
-from checkrein.catalog.model import ToolDefinition, split_exposed_name
+from checkrein.catalog.lock import load_pinned_tools
 from checkrein.config import Config, load_config
-from checkrein.errors import CheckreinError, LockFileError
+from checkrein.errors import CheckreinError
 from checkrein.frontend.context import local_identity
 from checkrein.policy import (
     CompiledPolicy,
@@ -34,7 +33,7 @@ from checkrein.policy import (
 from checkrein.policy.engine import governance_decision
 from checkrein.policy.governance import unmatched_patterns
 
-__all__ = ["load_pinned_tools", "register"]
+__all__ = ["register"]
 
 EXIT = {"allow": 0, "deny": 3, "ask": 4}
 _DEFAULT_CONFIG = Path("checkrein.toml")
@@ -43,50 +42,6 @@ _DEFAULT_CONFIG = Path("checkrein.toml")
 def _usage(message: str) -> typer.Exit:
     print(f"checkrein: {message}", file=sys.stderr)
     return typer.Exit(2)
-
-
-def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefinition:
-    """A `ToolDefinition` from one lock entry; optional fields of the wrong type are dropped.
-
-    Raises `LockFileError` when the entry has no object ``inputSchema`` (MCP requires one).
-    """
-    try:
-        server, tool = split_exposed_name(exposed, separator)
-    except ValueError:
-        server, tool = "", exposed
-    name = raw.get("name")
-    schema = raw.get("inputSchema")
-    if not isinstance(schema, dict):
-        raise LockFileError(f"lock entry {exposed!r} has no object `inputSchema`; run `checkrein pin` to re-record it")
-
-    def opt_str(key: str) -> str | None:
-        v = raw.get(key)
-        return v if isinstance(v, str) else None
-
-    def opt_dict(key: str) -> dict[str, Any] | None:
-        v = raw.get(key)
-        return v if isinstance(v, dict) else None
-
-    return ToolDefinition(
-        server=server,
-        name=name if isinstance(name, str) else tool,
-        description=opt_str("description"),
-        input_schema=schema,
-        output_schema=opt_dict("outputSchema"),
-        annotations=opt_dict("annotations"),
-        title=opt_str("title"),
-    )
-
-
-def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
-    """Exposed name -> definition from the config's lock file.
-
-    Raises `LockFileError` (``catalog.lock_invalid``) when the lock is missing or malformed.
-    """
-    pins = read_lock(config.lock_path)
-    if pins is None:
-        raise LockFileError(f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first")
-    return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}
 
 
 def _identity(config: Config, name: str | None, anonymous: bool = False) -> Identity:

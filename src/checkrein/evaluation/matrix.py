@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from checkrein.cli.policy import load_pinned_tools
+from checkrein.catalog.lock import load_pinned_tools
 from checkrein.config import load_config
 from checkrein.config.model import config_from_mapping
 from checkrein.errors import CheckreinError
