@@ -19,6 +19,9 @@ __all__ = [
     "BudgetLimit",
     "BudgetSettings",
     "FindingEffect",
+    "FlowEffect",
+    "FlowLabel",
+    "FlowSettings",
     "LimitSettings",
     "PolicySettings",
     "ResultSettings",
@@ -31,6 +34,9 @@ __all__ = [
 Risk = Literal["low", "medium", "high", "critical"]
 FindingEffect = Literal["deny", "ask", "off"]
 ArgKind = Literal["path", "url", "command", "query", "text", "secret"]
+FlowLabel = Literal["untrusted", "private", "sink"]
+"""Session flow labels of a tool (see `checkrein.policy.flow`)."""
+FlowEffect = Literal["ask", "deny", "off"]
 ToolCategory = Literal["read", "write", "delete", "exec"]
 """What a tool does, for templates (see `checkrein.policy.templates` for how it is derived)."""
 
@@ -105,6 +111,17 @@ class ToolRule(_Strict):
     critical risk alone does not ask (findings configured to ask still do)."""
     category: ToolCategory | None = None
     """What the tool does (read/write/delete/exec), overriding annotations and name heuristics."""
+    flow: tuple[FlowLabel, ...] | None = None
+    """The tool's session flow labels, overriding annotations and inference (`[]`: none)."""
+    flow_effect: FlowEffect | None = None
+    """What the session flow rules (Rule of Two, provenance) do for a call of this tool."""
+
+    @field_validator("flow")
+    @classmethod
+    def _flow_unique(cls, v: tuple[FlowLabel, ...] | None) -> tuple[FlowLabel, ...] | None:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"flow labels {list(v)} repeat a label")
+        return v
 
     @field_validator("args")
     @classmethod
@@ -136,6 +153,25 @@ class ResultSettings(_Strict):
     redact_secrets: bool = True
 
 
+class FlowSettings(_Strict):
+    """`[policy.flow]`: session flow rules (`checkrein.policy.flow`). ``None`` takes the template's."""
+
+    rule_of_two: FlowEffect | None = None
+    """A call that would complete untrusted input + private data + a sink: `ask` (default), `deny`
+    (default under the `strict` template) or `off`."""
+    provenance: FlowEffect | None = None
+    """A sink argument carrying a value that only untrusted results held: `ask`, `deny` (`strict`), `off`."""
+    min_value_chars: int = Field(6, ge=3, le=64)
+    """Values shorter than this (letters and digits) are too common to trace."""
+    max_untrusted_bytes: int = Field(524_288, ge=4096)
+    """Per session: the most text of untrusted results remembered for provenance (oldest dropped first)."""
+    max_trusted_bytes: int = Field(524_288, ge=4096)
+    """Per session: the most text of the user's task, the caller's arguments and trusted results remembered."""
+    resume_window_s: float = Field(3600.0, ge=0)
+    """A new session of an identity within this many seconds of its last call inherits that flow state."""
+    max_sessions: int = Field(10_000, ge=1)
+
+
 class LimitSettings(_Strict):
     max_args_bytes: int = Field(1_048_576, ge=64)
     max_depth: int = Field(32, ge=1, le=256)
@@ -155,6 +191,7 @@ class PolicySettings(_Strict):
     urls: UrlSettings = UrlSettings()
     results: ResultSettings = ResultSettings()
     limits: LimitSettings = LimitSettings()
+    flow: FlowSettings = FlowSettings()
 
     @model_validator(mode="after")
     def _no_contradictions(self) -> PolicySettings:

@@ -46,6 +46,7 @@ from checkrein.policy import (
 )
 from checkrein.upstream.base import Upstream, UpstreamInfo
 
+from .flow import FlowStore, InMemoryFlowStore
 from .seams import Approver, Budget
 from .session import SessionTable
 from .steps import CallContext, CallNext, CallOutcome, CallRefused, Counters, build_chain, default_steps
@@ -79,6 +80,7 @@ class Gate:
         approver: Approver | None = None,
         budget: Budget | None = None,
         inspector: ResultInspector | None = None,
+        flows: FlowStore | None = None,
     ) -> None:
         self.config = config
         self._upstream_source = upstreams
@@ -109,6 +111,8 @@ class Gate:
         self._listeners: list[CatalogListener] = []
         self._timeouts = {s.name: s.timeout_s for s in config.servers}
         self._read_only_rules = {k: r.read_only for k, r in config.policy.tools.items() if r.read_only is not None}
+        self.flows: FlowStore = flows if flows is not None else InMemoryFlowStore(config.policy.flow)
+        """Session flow states (`checkrein.gate.flow`)."""
         steps, terminal = default_steps(self, approver=approver, budget=budget, inspector=inspector)
         self._run: CallNext = build_chain(steps, terminal)
 

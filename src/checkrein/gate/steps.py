@@ -88,6 +88,9 @@ class Counters:
     audit_errors: int = 0
     inspector_errors: int = 0
     results_withheld: int = 0
+    flow_asks: int = 0
+    flow_denials: int = 0
+    flow_errors: int = 0
     upstream_timeouts: int = 0
     upstream_crashes: int = 0
     upstream_errors: int = 0
@@ -309,7 +312,7 @@ class CatalogStep:
                 return deny(ctx, exc.code, "catalog:quarantined", exc.message)
             new_call = ToolCall(
                 call.identity, call.session_id, call.trace_id, call.span_id, call.exposed_name, call.arguments,
-                entry.server, entry.tool, call.parent_span_id, call.kind, call.model,
+                entry.server, entry.tool, call.parent_span_id, call.kind, call.model, call.session_given, call.task,
             )
             return await call_next(ctx.resolved(new_call, entry))
         try:
@@ -555,11 +558,14 @@ def default_steps(
     inspector: ResultInspector | None,
 ) -> tuple[list[Step], CallNext]:
     """The DESIGN.md order. Returned separately so a test (or a later issue) can insert a step."""
+    from .flow import FlowStep  # flow builds on this module's types
+
     steps: list[Step] = [
         AuditStep(gate),
         CatalogStep(gate),
         WritableStep(gate),
         PolicyStep(gate),
+        FlowStep(lambda: gate.policy, gate.flows, gate.counters),
         ApprovalStep(gate, approver),
         BudgetStep(gate, budget),
         InspectStep(gate, inspector),

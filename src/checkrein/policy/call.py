@@ -38,6 +38,10 @@ class ToolCall:
     parent_span_id: str | None = None
     kind: Literal["tool", "resource", "prompt"] = "tool"
     model: str | None = None
+    session_given: bool = True
+    """False when the client sent no session (2026-era HTTP): ``session_id`` was made up for this request."""
+    task: str | None = None
+    """The user's task text the client sent in ``_meta["io.checkrein/task"]`` (trusted by the flow rules)."""
 
 
 @dataclass

@@ -1,0 +1,157 @@
+"""A session's flow state: which legs of the Rule of Two it has touched, and what it has seen.
+
+`FlowState` is an immutable value; every function here returns a new one (pure: no clock, no
+I/O), so a store can keep it anywhere (in process, Redis) and replay it. Memory is bounded per
+session: the untrusted and the trusted text logs each keep at most ``max_*_bytes`` of normalized
+text, the oldest entries dropped first (each drop is counted in ``dropped``, a degradation: a
+value from a dropped untrusted result is no longer traced).
+
+Trusted text is what the session's own side said or got from tools that carry no outsider text:
+the user's task (from the client, `observe_task`), the caller's arguments that carried no value
+traced to an untrusted result (or that a human approved), and results of tools not labelled
+``untrusted`` that result inspection did not flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from checkrein.canonical import digest
+
+from .values import normalize
+
+__all__ = ["FlowState", "ResultSeen", "Seen", "TextLog", "observe_task"]
+
+_MAX_SOURCES = 8
+_MAX_TASKS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One remembered text: where it came from (for messages) and its normalized form."""
+
+    source: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextLog:
+    """Normalized texts, newest last, at most ``max_bytes`` in all (oldest dropped first)."""
+
+    entries: tuple[Seen, ...] = ()
+    size: int = 0
+    dropped: int = 0
+
+    def add(self, source: str, norm: str, max_bytes: int) -> TextLog:
+        """This log with ``norm`` appended (unless already held); a text over ``max_bytes`` keeps its start."""
+        if not norm or any(e.text == norm for e in self.entries):
+            return self
+        data = norm.encode("utf-8")
+        if len(data) > max_bytes:
+            norm = data[:max_bytes].decode("utf-8", "ignore")
+            norm = norm[: norm.rfind(" ") + 1] or norm
+        size = len(norm.encode("utf-8"))
+        entries, total, dropped = list(self.entries), self.size + size, self.dropped
+        while entries and total > max_bytes:
+            total -= len(entries.pop(0).text.encode("utf-8"))
+            dropped += 1
+        entries.append(Seen(source, norm))
+        return TextLog(tuple(entries), total, dropped)
+
+    def find(self, needle: str) -> str | None:
+        """The source of the newest text containing ``needle`` (a normalized value), else None."""
+        for e in reversed(self.entries):
+            if needle in e.text:
+                return e.source
+        return None
+
+    def __contains__(self, needle: str) -> bool:
+        return any(needle in e.text for e in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSeen:
+    """What reached the model from one result, as result inspection left it."""
+
+    texts: tuple[str, ...]
+    """Every delivered string: text blocks and the strings of structured content."""
+    flagged: bool = False
+    """Result inspection flagged it (prompt injection or untrusted content)."""
+    withheld: bool = False
+    """The whole result was withheld: the model saw none of it, but the session is untrusted now."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlowState:
+    """One session's flow state (see the module docstring)."""
+
+    untrusted_from: tuple[str, ...] = ()
+    """The first results that made the session untrusted (``tool (call n)``); non-empty = leg A."""
+    private_from: tuple[str, ...] = ()
+    """The first tools that read private data; non-empty = leg B."""
+    untrusted: TextLog = TextLog()
+    trusted: TextLog = TextLog()
+    tasks: tuple[str, ...] = ()
+    """Digests of the user's task texts already recorded."""
+    calls: int = 0
+
+    @property
+    def has_untrusted(self) -> bool:
+        return bool(self.untrusted_from)
+
+    @property
+    def has_private(self) -> bool:
+        return bool(self.private_from)
+
+    @property
+    def dropped(self) -> int:
+        return self.untrusted.dropped + self.trusted.dropped
+
+    def with_untrusted(self, source: str) -> FlowState:
+        return replace(self, untrusted_from=_add_source(self.untrusted_from, source))
+
+    def with_private(self, source: str) -> FlowState:
+        return replace(self, private_from=_add_source(self.private_from, source))
+
+    def trust(self, source: str, texts: Iterable[str], max_bytes: int) -> FlowState:
+        log = self.trusted
+        for t in texts:
+            log = log.add(source, normalize(t), max_bytes)
+        return replace(self, trusted=log)
+
+    def distrust(self, source: str, texts: Iterable[str], max_bytes: int) -> FlowState:
+        log = self.untrusted
+        for t in texts:
+            log = log.add(source, normalize(t), max_bytes)
+        return replace(self, untrusted=log)
+
+    def merged(self, other: FlowState, max_untrusted: int, max_trusted: int) -> FlowState:
+        """This state plus everything ``other`` touched and saw (a resumed session inherits this way)."""
+        state = self
+        for s in other.untrusted_from:
+            state = state.with_untrusted(s)
+        for s in other.private_from:
+            state = state.with_private(s)
+        u, t = state.untrusted, state.trusted
+        for e in other.untrusted.entries:
+            u = u.add(e.source, e.text, max_untrusted)
+        for e in other.trusted.entries:
+            t = t.add(e.source, e.text, max_trusted)
+        tasks = tuple(dict.fromkeys((*state.tasks, *other.tasks)))[-_MAX_TASKS:]
+        return replace(state, untrusted=u, trusted=t, tasks=tasks, calls=max(state.calls, other.calls))
+
+
+def _add_source(sources: tuple[str, ...], source: str) -> tuple[str, ...]:
+    if source in sources or len(sources) >= _MAX_SOURCES:
+        return sources
+    return (*sources, source)
+
+
+def observe_task(state: FlowState, task: str, max_trusted_bytes: int) -> FlowState:
+    """``state`` with the user's task text trusted (once per distinct text)."""
+    key = digest(task)
+    if key in state.tasks:
+        return state
+    state = state.trust("the user's request", [task], max_trusted_bytes)
+    return replace(state, tasks=(*state.tasks, key)[-_MAX_TASKS:])
