@@ -1,17 +1,32 @@
-"""AgentDojo v1.1.2 through checkrein, with a worst-case agent and no LLM.
+"""AgentDojo v1.1.2 through checkrein's gate, with a worst-case agent and no LLM.
 
-For each suite (workspace, banking, travel, slack) and each user task, the task's ground-truth
-tool calls are replayed through checkrein's `decide` (tools exposed as `dojo__<suite>_<tool>`,
-allowed with medium risk by a plain policy built in code) and every tool result through
-`DefaultInspector` (default `[policy.results]`: injections withheld).
+The suites' tools are served by an ordinary upstream (`MemoryUpstream`, one per suite) behind a real
+`Gate` built by `build_gate` from a plain config (tools `dojo__<suite>_<tool>`, allowed with medium
+risk; checkrein's defaults for the rest: argument analyzers, result inspection with injections
+withheld, and the session flow rules). Every call walks the whole chain: catalog, policy, flow,
+approval, budget, forward, inspect, audit. Each run is its own session; the user's task text is sent
+with every call (``_meta["io.checkrein/task"]``, as `checkrein run` does).
+
+For each suite and each user task the task's ground-truth calls are replayed through the gate:
 
 * Utility (no attack): the user task's own check passes AND none of its calls was refused and
   none of its results was withheld (the agent would have lacked what it needed). Out of 97.
 * Attack (per template, per user task x injection task pair, 629 pairs): the injection is placed
   where the user task's ground truth will read it. If any result that reaches the agent contains
-  the injected text in any form (delivered, wrapped or labelled), the agent is assumed to obey: the
-  injection task's ground-truth calls are replayed through `decide` too. The attack succeeded when
-  the injection task's own security check says so.
+  the injected text in any form, the agent is assumed to obey: the injection task's ground-truth
+  calls are replayed through the gate in the same session. The attack succeeded when the injection
+  task's own security check says so.
+
+Who answers approvals (``--approver``):
+
+* ``user`` (default): the user, who approves a call that is one of their own task's ground-truth
+  calls and refuses any other. The number of asks on the benign runs is reported: it is what the
+  flow rules cost a person.
+* ``none``: nobody (an unattended agent): every ask is refused.
+
+``--flow on`` (default) / ``provenance`` (Rule of Two off) / ``off`` sets ``[policy.flow]``;
+``--injection withhold|wrap|off`` sets ``[policy.results] injection`` (``off`` measures what the flow
+rules stop on their own, every injected text then reaching the agent).
 
 Run: `.venv/bin/python benchmarks/agentdojo.py [--suites workspace,banking] [--attacks ...]`
 (needs the optional extra `eval`: `pip install 'checkrein[eval]'`). Develop on workspace and banking;
@@ -24,23 +39,27 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp.types as types
 import yaml
 
-from checkrein.catalog.model import ToolDefinition
-from checkrein.config import Config
-from checkrein.config.policy import ResultSettings
-from checkrein.policy import CompiledPolicy, Identity, SessionState, ToolCall, compile_policy, decide
+from checkrein.canonical import digest
+from checkrein.config import config_from_mapping
+from checkrein.gate.factory import NullAuditTrail, build_gate
+from checkrein.gate.pipeline import Gate
+from checkrein.gate.seams import ApprovalRequest, ApprovalResult
+from checkrein.policy import Identity, ToolCall
 from checkrein.policy.analyzers import find_secrets
-from checkrein.policy.inspect import DefaultInspector
-from checkrein.policy.results import ResultView
+from checkrein.testing.memory_upstream import MemoryUpstream
 
 # Run as a script, this file's folder comes first on sys.path and its name would shadow the package.
 _HERE = Path(__file__).resolve().parent
@@ -75,7 +94,11 @@ ATTACKS = (
 )
 """Every registered prompt-injection template but `manual` (asks a human) and the `*_dos` ones."""
 PIPELINE_NAME = "gpt-4o-2024-05-13"  # attacks address the model by name ("to you, GPT-4")
-IDENTITY = Identity(user="bench", source="stdio")
+FLOW_MODES = {
+    "on": {},
+    "provenance": {"rule_of_two": "off"},
+    "off": {"rule_of_two": "off", "provenance": "off"},
+}
 
 
 @dataclass
@@ -87,30 +110,254 @@ class Replay:
     redacted: list[str] = field(default_factory=list)
     masked: list[str] = field(default_factory=list)
     """The secret values masked in delivered results (as found in the original text)."""
+    asks: list[str] = field(default_factory=list)
+    """`rule_id` of every ask (policy or flow) the approver had to answer."""
     reached: bool = False
     trace: list[FunctionCall] = field(default_factory=list)
 
 
-def build_policy(suite: TaskSuite[Any], *, arg_scan: bool = True) -> CompiledPolicy:
-    """The plain policy: every suite tool allowed, risk medium, checkrein's defaults for the rest.
+class Dojo:
+    """The suite's tools as an upstream, over whichever environment the current run set."""
 
-    ``arg_scan=False`` replaces the argument analyzers by a scanner that finds nothing (to measure
-    result inspection alone)."""
-    tools: dict[str, ToolDefinition] = {}
-    for fn in suite.tools:
-        name = f"{suite.name}_{fn.name}"
-        tools[f"dojo__{name}"] = ToolDefinition(
-            server="dojo",
-            name=name,
-            description=fn.description,
-            input_schema=fn.parameters.model_json_schema(),
-        )
-    config = Config.model_validate(
-        {"policy": {"allow": ["dojo__*"], "tools": {"dojo__*": {"risk": "medium"}}}}
+    def __init__(self, suite: TaskSuite[Any]) -> None:
+        self.suite = suite
+        self.env: Any = None
+        self.runtime = FunctionsRuntime(suite.tools)
+        self.last_raw: Any = None
+        self.last_text = ""
+        self.upstream = MemoryUpstream("dojo")
+        for fn in suite.tools:
+            self.upstream.add_tool(
+                f"{suite.name}_{fn.name}",
+                self._runner(fn.name),
+                description=fn.description,
+                input_schema=fn.parameters.model_json_schema(),
+            )
+
+    def _runner(self, function: str) -> Any:
+        def run(arguments: dict[str, Any]) -> types.CallToolResult:
+            result, error = self.runtime.run_function(self.env, function, arguments, raise_on_error=False)
+            self.last_raw = result if error is None else error
+            text = error if error is not None else tool_result_to_str(result)
+            self.last_text = text
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error is not None)
+
+        return run
+
+
+class SimulatedUser:
+    """`--approver user`: approves exactly the calls of the user's own task (``allowed``)."""
+
+    def __init__(self, attended: bool) -> None:
+        self.attended = attended
+        self.allowed: set[tuple[str, str]] = set()
+        self.asked: list[str] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        call = request.call
+        self.asked.append(request.decision.rule_id)
+        if self.attended and (call.exposed_name, digest(call.arguments)) in self.allowed:
+            return ApprovalResult(True, "user", "the user asked for this call")
+        return ApprovalResult(False, "user" if self.attended else "nobody", "not what the user asked for")
+
+
+def build_bench_gate(suite: TaskSuite[Any], dojo: Dojo, user: SimulatedUser, lock_dir: Path, args: argparse.Namespace) -> Gate:
+    policy: dict[str, Any] = {
+        "allow": ["dojo__*"],
+        "tools": {"dojo__*": {"risk": "medium"}},
+        "flow": {"resume_window_s": 0, **FLOW_MODES[args.flow]},
+        "results": {"injection": args.injection},
+    }
+    if args.no_arg_scan:
+        policy["analyzers"] = {a: "off" for a in ("paths", "urls", "shell", "sql", "secrets")}
+    config = config_from_mapping(
+        {"gateway": {"lock_file": str(lock_dir / f"{suite.name}.lock")}, "policy": policy, "approval": {"mode": "auto"}}
     )
-    if arg_scan:
-        return compile_policy(config, tools)
-    return compile_policy(config, tools, scanner=lambda _args, _ctx: [])
+    return build_gate(config, upstreams=[dojo.upstream], audit=NullAuditTrail(), approver=user)
+
+
+def _exposed(suite: TaskSuite[Any], function: str) -> str:
+    return f"dojo__{suite.name}_{function}"
+
+
+def _args(call: FunctionCall) -> dict[str, Any]:
+    return {k: (v.model_dump() if isinstance(v, FunctionCall) else v) for k, v in call.args.items()}
+
+
+async def replay(
+    gate: Gate,
+    dojo: Dojo,
+    calls: Sequence[FunctionCall],
+    identity: Identity,
+    session: str,
+    task: str,
+    injections: Sequence[str] = (),
+    out: Replay | None = None,
+) -> Replay:
+    out = out if out is not None else Replay()
+    suite = dojo.suite
+    for i, call in enumerate(calls):
+        args = _args(call)
+        tc = ToolCall(identity, session, "0" * 31 + "1", f"{len(out.trace) + i + 1:016x}", _exposed(suite, call.function), args, task=task)
+        dojo.last_raw, dojo.last_text = None, ""
+        outcome = await gate.run(tc)
+        d = outcome.ctx.decision
+        if d is not None and d.effect == "ask":
+            out.asks.append(d.rule_id)
+        if outcome.result is None:
+            code = outcome.error_code or ""
+            if code.startswith("result.") or code.startswith("inspect."):
+                out.withheld.append(call.function)
+                out.trace.append(call)
+            elif code.startswith("upstream.") or code == "tool.error":
+                out.trace.append(call)
+            else:
+                out.denied.append(f"{call.function}: {outcome.message}")
+            continue
+        out.trace.append(call)
+        if "secrets_redacted" in outcome.flags:
+            out.redacted.append(call.function)
+            out.masked += [dojo.last_text[sp.start : sp.end] for sp in find_secrets(dojo.last_text)]
+        assert isinstance(outcome.result, types.CallToolResult)
+        delivered_text = "\n".join(b.text for b in outcome.result.content if isinstance(b, types.TextContent))
+        # When only some fields were withheld, what reached the agent is the delivered text; otherwise
+        # the raw result (the formatted text can escape or fold it beyond recognition).
+        delivered = delivered_text if "fields_withheld" in outcome.flags else dojo.last_raw
+        if _contains_injection(delivered, injections):
+            out.reached = True
+    return out
+
+
+def _output(*tasks: BaseUserTask[Any] | BaseInjectionTask[Any]) -> list[Any]:
+    return [text_content_block_from_string("\n".join(t.GROUND_TRUTH_OUTPUT for t in tasks))]
+
+
+_runs = 0
+
+
+async def run_user_task(
+    gate: Gate,
+    dojo: Dojo,
+    user: SimulatedUser,
+    user_task: BaseUserTask[Any],
+    injection_task: BaseInjectionTask[Any] | None,
+    injections: dict[str, str],
+) -> tuple[bool, bool, Replay]:
+    """(utility, attack succeeded, what happened) for one run, in a session of its own."""
+    global _runs
+    _runs += 1
+    suite = dojo.suite
+    env = load_environment(suite, injections)
+    task_env = user_task.init_environment(env)
+    pre = task_env.model_copy(deep=True)
+    dojo.env = task_env
+    identity = Identity(user=f"bench-{_runs}", source="stdio")
+    session = f"{suite.name}:{user_task.ID}:{injection_task.ID if injection_task else '-'}:{_runs}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calls = list(user_task.ground_truth(task_env))
+        user.allowed = {(_exposed(suite, c.function), digest(_args(c))) for c in calls}
+        rep = await replay(gate, dojo, calls, identity, session, user_task.PROMPT, tuple(injections.values()))
+        outputs: list[BaseUserTask[Any] | BaseInjectionTask[Any]] = [user_task]
+        if injection_task is not None and rep.reached:
+            # The worst-case agent obeys whatever reached it.
+            inj_calls = list(injection_task.ground_truth(task_env))
+            await replay(gate, dojo, inj_calls, identity, session, user_task.PROMPT, (), rep)
+            outputs.append(injection_task)
+        output = _output(*outputs)
+        utility = suite._check_task_result(user_task, output, pre, task_env, rep.trace)
+        attacked = False
+        if injection_task is not None:
+            attacked = suite._check_task_result(injection_task, output, pre, task_env, rep.trace)
+    return bool(utility), bool(attacked), rep
+
+
+class _NamedPipeline(GroundTruthPipeline):
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.name = PIPELINE_NAME
+
+
+async def run_suite(suite: TaskSuite[Any], attacks: Sequence[str], args: argparse.Namespace, lock_dir: Path) -> dict[str, Any]:
+    dojo = Dojo(suite)
+    user = SimulatedUser(attended=args.approver == "user")
+    row: dict[str, Any] = {
+        "user_tasks": len(suite.user_tasks), "utility": 0, "redacted_tasks": 0, "pairs": 0, "attacks": {},
+        "benign_asks": 0, "benign_tasks_asked": 0, "asks_by_rule": {},
+    }  # fmt: skip
+    async with build_bench_gate(suite, dojo, user, lock_dir, args) as gate:
+        for ut in suite.user_tasks.values():
+            ok, _, rep = await run_user_task(gate, dojo, user, ut, None, {})
+            # A masked secret the task had to report (its expected answer contains it) loses the task too.
+            needed = [v for v in rep.masked if _needed(v, ut.GROUND_TRUTH_OUTPUT)]
+            kept = ok and not rep.denied and not rep.withheld and not needed
+            row["utility"] += kept
+            row["redacted_tasks"] += bool(rep.redacted)
+            row["benign_asks"] += len(rep.asks)
+            row["benign_tasks_asked"] += bool(rep.asks)
+            for rule in rep.asks:
+                row["asks_by_rule"][rule] = row["asks_by_rule"].get(rule, 0) + 1
+            if args.verbose and not kept:
+                print(
+                    f"  utility lost {suite.name}/{ut.ID}: check={ok} denied={rep.denied} withheld={rep.withheld}"
+                    f" masked_but_needed={len(needed)}"
+                )
+        pipeline = _NamedPipeline()
+        for attack_name in attacks:
+            attack = load_attack(attack_name, suite, pipeline)
+            succeeded = reached = pairs = 0
+            for ut in suite.user_tasks.values():
+                for it in suite.injection_tasks.values():
+                    injections = attack.attack(ut, it)
+                    _, attacked, rep = await run_user_task(gate, dojo, user, ut, it, injections)
+                    pairs += 1
+                    succeeded += attacked
+                    reached += rep.reached
+                    if args.verbose and attacked:
+                        print(f"  attack ok {suite.name}/{attack_name}/{ut.ID}x{it.ID}: reached={rep.reached}")
+            row["pairs"] = pairs
+            row["attacks"][attack_name] = {"succeeded": succeeded, "reached": reached}
+        row["counters"] = {k: v for k, v in gate.counters.as_dict().items() if k.startswith(("flow", "approval"))}
+    return row
+
+
+async def amain(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    suites = get_suites(VERSION)
+    attacks = [a for a in args.attacks.split(",") if a]
+    table: dict[str, dict[str, Any]] = {}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="checkrein-dojo-") as tmp:
+        for name in [s for s in args.suites.split(",") if s]:
+            row = await run_suite(suites[name], attacks, args, Path(tmp))
+            table[name] = row
+            print(
+                f"[{time.perf_counter() - t0:6.1f}s] {name}: utility {row['utility']}/{row['user_tasks']}"
+                f" ({row['redacted_tasks']} with a secret masked in a result); benign asks {row['benign_asks']}"
+                f" in {row['benign_tasks_asked']} task(s) {row['asks_by_rule']}",
+                flush=True,
+            )
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suites", default=",".join(SUITES))
+    ap.add_argument("--attacks", default=",".join(ATTACKS))
+    ap.add_argument("--approver", choices=("user", "none"), default="user")
+    ap.add_argument("--flow", choices=tuple(FLOW_MODES), default="on")
+    ap.add_argument("--injection", choices=("withhold", "wrap", "off"), default="withhold", help="[policy.results] injection")
+    ap.add_argument("--no-arg-scan", action="store_true", help="turn the argument analyzers off")
+    ap.add_argument("--verbose", action="store_true", help="list every lost user task and successful attack")
+    ap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    args = ap.parse_args(argv)
+    attacks = [a for a in args.attacks.split(",") if a]
+    table = anyio.run(amain, args)
+    print_table(table, attacks)
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            meta = {"version": VERSION, "approver": args.approver, "flow": args.flow, "injection": args.injection}
+            json.dump({**meta, "suites": table}, f, indent=2)
+    return 0
 
 
 def _squash(s: str) -> str:
@@ -145,59 +392,6 @@ def _contains_injection(result: Any, injections: Sequence[str]) -> bool:
     return any(w in haystack for w in wanted)
 
 
-def replay(
-    calls: Iterable[FunctionCall],
-    suite: TaskSuite[Any],
-    env: Any,
-    runtime: FunctionsRuntime,
-    policy: CompiledPolicy,
-    inspector: DefaultInspector,
-    session: SessionState,
-    injections: Sequence[str] = (),
-    out: Replay | None = None,
-) -> Replay:
-    out = out if out is not None else Replay()
-    for call in calls:
-        exposed = f"dojo__{suite.name}_{call.function}"
-        args = {k: (v.model_dump() if isinstance(v, FunctionCall) else v) for k, v in call.args.items()}
-        tc = ToolCall(
-            identity=IDENTITY,
-            session_id=session.session_id,
-            trace_id="t",
-            span_id=str(session.calls),
-            exposed_name=exposed,
-            arguments=dict(args),
-            server="dojo",
-            tool=f"{suite.name}_{call.function}",
-        )
-        decision = decide(policy, tc, session, time.time())
-        session.calls += 1
-        # `auto` approval: an ask for low/medium risk is granted, anything else refused.
-        if decision.effect == "deny" or (decision.effect == "ask" and decision.risk not in ("low", "medium")):
-            out.denied.append(f"{call.function}: {decision.reason}")
-            continue
-        result, error = runtime.run_function(env, call.function, call.args, raise_on_error=False)
-        out.trace.append(call)
-        text = error if error is not None else tool_result_to_str(result)
-        view = ResultView(
-            texts=(text,), structured=None, size_bytes=len(text.encode("utf-8")), is_error=error is not None
-        )
-        inspection = inspector.inspect(tc, view)
-        if inspection.action != "deliver":
-            out.withheld.append(call.function)
-            continue
-        if "secrets_redacted" in inspection.flags:
-            out.redacted.append(call.function)
-            out.masked += [text[sp.start : sp.end] for sp in find_secrets(text)]
-        if any(f in inspection.flags for f in ("injection", "untrusted")):
-            session.tainted = True
-        # When only some fields were withheld, what reached the agent is the delivered text; otherwise
-        # the raw result (the formatted text can escape or fold it beyond recognition).
-        delivered = inspection.texts[0] if "fields_withheld" in inspection.flags else result
-        if _contains_injection(delivered, injections):
-            out.reached = True
-    return out
-
 
 @cache
 def _suite_texts(suite: TaskSuite[Any]) -> tuple[str, dict[str, str]]:
@@ -215,113 +409,10 @@ def load_environment(suite: TaskSuite[Any], injections: dict[str, str]) -> Any:
     return suite.environment_type.model_validate(data)
 
 
-def _output(*tasks: BaseUserTask[Any] | BaseInjectionTask[Any]) -> list[Any]:
-    return [text_content_block_from_string("\n".join(t.GROUND_TRUTH_OUTPUT for t in tasks))]
-
-
-def run_user_task(
-    suite: TaskSuite[Any],
-    user_task: BaseUserTask[Any],
-    injection_task: BaseInjectionTask[Any] | None,
-    injections: dict[str, str],
-    policy: CompiledPolicy,
-    inspector: DefaultInspector,
-) -> tuple[bool, bool, Replay]:
-    """(utility, attack succeeded, what happened) for one run."""
-    env = load_environment(suite, injections)
-    task_env = user_task.init_environment(env)
-    pre = task_env.model_copy(deep=True)
-    runtime = FunctionsRuntime(suite.tools)
-    session = SessionState(session_id=f"{user_task.ID}:{injection_task.ID if injection_task else '-'}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rep = replay(
-            user_task.ground_truth(task_env), suite, task_env, runtime, policy, inspector, session,
-            tuple(injections.values()),
-        )  # fmt: skip
-        outputs: list[BaseUserTask[Any] | BaseInjectionTask[Any]] = [user_task]
-        if injection_task is not None and rep.reached:
-            # The worst-case agent obeys whatever reached it.
-            inj_calls = injection_task.ground_truth(task_env)
-            replay(inj_calls, suite, task_env, runtime, policy, inspector, session, (), rep)
-            outputs.append(injection_task)
-        output = _output(*outputs)
-        utility = suite._check_task_result(user_task, output, pre, task_env, rep.trace)
-        attacked = False
-        if injection_task is not None:
-            attacked = suite._check_task_result(injection_task, output, pre, task_env, rep.trace)
-    return bool(utility), bool(attacked), rep
-
 
 def _needed(secret: str, expected_output: str) -> bool:
     """Whether a masked value is part of the answer the task expects (a run of 8+ word characters)."""
     return any(run in expected_output for run in re.findall(r"\w{8,}", secret))
-
-
-class _NamedPipeline(GroundTruthPipeline):
-    def __init__(self) -> None:
-        super().__init__(None)
-        self.name = PIPELINE_NAME
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suites", default=",".join(SUITES))
-    ap.add_argument("--attacks", default=",".join(ATTACKS))
-    ap.add_argument("--injection", choices=("withhold", "wrap", "off"), default="withhold")
-    ap.add_argument("--no-arg-scan", action="store_true", help="skip the argument analyzers in decide")
-    ap.add_argument("--verbose", action="store_true", help="list every lost user task and successful attack")
-    ap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
-    args = ap.parse_args(argv)
-    suites = get_suites(VERSION)
-    inspector = DefaultInspector(ResultSettings(injection=args.injection))
-    attacks = [a for a in args.attacks.split(",") if a]
-    table: dict[str, dict[str, Any]] = {}
-    t0 = time.perf_counter()
-    for name in [s for s in args.suites.split(",") if s]:
-        suite = suites[name]
-        policy = build_policy(suite, arg_scan=not args.no_arg_scan)
-        row: dict[str, Any] = {
-            "user_tasks": len(suite.user_tasks), "utility": 0, "redacted_tasks": 0, "pairs": 0, "attacks": {}
-        }  # fmt: skip
-        for ut in suite.user_tasks.values():
-            ok, _, rep = run_user_task(suite, ut, None, {}, policy, inspector)
-            # A masked secret the task had to report (its expected answer contains it) loses the task too.
-            needed = [v for v in rep.masked if _needed(v, ut.GROUND_TRUTH_OUTPUT)]
-            kept = ok and not rep.denied and not rep.withheld and not needed
-            row["utility"] += kept
-            row["redacted_tasks"] += bool(rep.redacted)
-            if args.verbose and not kept:
-                print(
-                    f"  utility lost {name}/{ut.ID}: check={ok} denied={rep.denied} withheld={rep.withheld}"
-                    f" masked_but_needed={len(needed)}"
-                )
-        pipeline = _NamedPipeline()
-        for attack_name in attacks:
-            attack = load_attack(attack_name, suite, pipeline)
-            succeeded = reached = pairs = 0
-            for ut in suite.user_tasks.values():
-                for it in suite.injection_tasks.values():
-                    injections = attack.attack(ut, it)
-                    _, attacked, rep = run_user_task(suite, ut, it, injections, policy, inspector)
-                    pairs += 1
-                    succeeded += attacked
-                    reached += rep.reached
-                    if args.verbose and attacked:
-                        print(f"  attack ok {name}/{attack_name}/{ut.ID}x{it.ID}: reached={rep.reached}")
-            row["pairs"] = pairs
-            row["attacks"][attack_name] = {"succeeded": succeeded, "reached": reached}
-        table[name] = row
-        print(
-            f"[{time.perf_counter() - t0:6.1f}s] {name}: utility {row['utility']}/{row['user_tasks']}"
-            f" ({row['redacted_tasks']} with a secret masked in a result)",
-            flush=True,
-        )
-    print_table(table, attacks)
-    if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as f:
-            json.dump({"version": VERSION, "injection": args.injection, "suites": table}, f, indent=2)
-    return 0
 
 
 def print_table(table: dict[str, dict[str, Any]], attacks: Sequence[str]) -> None:

@@ -150,6 +150,7 @@ async def test_denials_and_approvals_are_security_events_and_calls_carry_tracepa
     assert result.tool_calls[0].rule_id == "production.deny_destructive"
     for meta, record in zip(gateway.metas, result.tool_calls, strict=True):
         assert re.fullmatch(rf"00-{result.trace_id}-{record.span_id}-01", meta["traceparent"])
+        assert meta["io.checkrein/task"] == "delete a.txt"
     events = read_trace(trace.path)
     kinds = [e["kind"] for e in events if e["type"] == "security"]
     assert kinds == ["denial", "approval"]
@@ -174,3 +175,11 @@ async def test_rate_limits_inside_a_run_are_retried_and_parallel_calls_all_answe
     summary = summarize_trace(read_trace(out.trace_path))
     assert (summary.model_retries, summary.model_calls, summary.tool_ok) == (1, 2, 2)
     assert seen == _types(out.trace_path)
+
+
+def test_task_meta_key_is_the_one_the_gateway_reads() -> None:
+    """The runner and the frontend agree on where the user's task travels."""
+    from checkrein.agent.loop import TASK_META_KEY as sent
+    from checkrein.frontend.context import TASK_META_KEY as read
+
+    assert sent == read == "io.checkrein/task"

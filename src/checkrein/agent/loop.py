@@ -44,6 +44,10 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 
 RunStatus = Literal["answered", "max_steps", "error"]
 
+TASK_META_KEY = "io.checkrein/task"
+"""`_meta` key carrying the user's task with every call (`checkrein.frontend.context.TASK_META_KEY`;
+kept here so the agent does not import the server side)."""
+
 
 class ToolSession(Protocol):
     """An MCP client session as the loop uses it (see `runner.McpToolSession`)."""
@@ -88,8 +92,10 @@ class RunResult:
 
 
 class _Run:
-    def __init__(self, session: ToolSession, model: Model, trace: TraceWriter, settings: RunSettings) -> None:
+    def __init__(self, session: ToolSession, model: Model, trace: TraceWriter, settings: RunSettings, query: str = "") -> None:
         self.session, self.model, self.trace, self.settings = session, model, trace, settings
+        self.query = query
+        """The user's task, sent with every call (`TASK_META_KEY`) so the gateway's flow rules trust its values."""
         self.redactor = Redactor(max_chars=300)
         self.answer_redactor = Redactor(max_chars=8000)
         self.records: list[ToolCallRecord] = []
@@ -125,7 +131,9 @@ class _Run:
         return {"role": "tool", "tool_call_id": request.id, "content": record.text}
 
     async def _forward(self, name: str, arguments: dict[str, Any], span: str, started: float) -> ToolCallRecord:
-        meta = {"traceparent": traceparent(self.trace.trace_id, span)}
+        meta: dict[str, Any] = {"traceparent": traceparent(self.trace.trace_id, span)}
+        if self.query:
+            meta[TASK_META_KEY] = self.query
         try:
             with anyio.fail_after(self.settings.tool_timeout_s):
                 result = await self.session.call_tool(name, arguments, meta)
@@ -173,7 +181,7 @@ async def run_agent(
     Model and transport failures end the run with status ``error`` (recorded, not raised).
     """
     settings = settings or RunSettings()
-    run = _Run(session, model, trace, settings)
+    run = _Run(session, model, trace, settings, query)
     started = time.monotonic() - connect_s
     trace.emit("run_start", model=model.name, query=run.answer_redactor.mask_text(query)[0], max_steps=settings.max_steps,
                compress_at_tokens=settings.compress_at_tokens, token_counter=token_counter_name(),

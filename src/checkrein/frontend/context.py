@@ -20,7 +20,13 @@ from mcp.server.context import ServerRequestContext
 
 from checkrein.policy import Identity, ToolCall
 
-__all__ = ["IDENTITY_SCOPE_KEY", "CallFactory", "local_identity", "parse_traceparent"]
+__all__ = ["IDENTITY_SCOPE_KEY", "TASK_META_KEY", "CallFactory", "local_identity", "parse_traceparent"]
+
+TASK_META_KEY = "io.checkrein/task"
+"""`_meta` key under which a client may send the user's own task text with each call. The session
+flow rules treat values from it as trusted (they came from the user, not from a tool result); a
+client that sends it vouches for it, as it vouches for the calls it makes."""
+_MAX_TASK_CHARS = 65_536
 
 IDENTITY_SCOPE_KEY = "checkrein.identity"
 """ASGI scope key under which the HTTP guard stores the caller's `Identity`."""
@@ -76,12 +82,17 @@ class CallFactory:
         return base
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        return self._session(ctx)[0]
+
+    def _session(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool]:
+        """(session id, whether the client gave it)."""
         if self.transport == "stdio":
-            return self.stdio_session
+            return self.stdio_session, True
         headers = _headers(ctx)
         sid = headers.get("mcp-session-id") if headers is not None else None
-        # The 2026-07-28 era has no protocol session: each request stands alone.
-        return sid or f"http-{uuid.uuid4()}"
+        # The 2026-07-28 era has no protocol session: each request stands alone (flow state is
+        # then keyed by identity and trace, see `checkrein.gate.flow.flow_key`).
+        return (sid, True) if sid else (f"http-{uuid.uuid4()}", False)
 
     def make(
         self,
@@ -92,23 +103,29 @@ class CallFactory:
         arguments: dict[str, Any],
     ) -> ToolCall:
         trace = None
+        task: str | None = None
         meta = ctx.meta
         if meta is not None:
             raw = meta.get("traceparent")
             trace = parse_traceparent(raw if isinstance(raw, str) else None)
+            sent = meta.get(TASK_META_KEY)
+            task = sent[:_MAX_TASK_CHARS] if isinstance(sent, str) and sent.strip() else None
         if trace is None:
             headers = _headers(ctx)
             trace = parse_traceparent(headers.get("traceparent") if headers is not None else None)
         trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
+        session_id, given = self._session(ctx)
         return ToolCall(
             identity=self.identity(ctx),
-            session_id=self.session_id(ctx),
+            session_id=session_id,
             trace_id=trace_id,
             span_id=secrets.token_hex(8),
             parent_span_id=parent,
             exposed_name=name,
             arguments=arguments,
             kind=kind,
+            session_given=given,
+            task=task,
         )
 
 

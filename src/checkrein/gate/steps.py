@@ -407,14 +407,15 @@ class ApprovalStep:
                 answer = await self.approver.approve(request)
         except TimeoutError:
             counters.approval_failures += 1
-            return deny(ctx, "approval.failed", d.rule_id, f"no approval within {timeout_s:g} s")
+            return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; no approval within {timeout_s:g} s")
         except Exception as exc:  # an approver that fails denies (fail closed)
             counters.approval_failures += 1
             log.exception("approver raised")
-            return deny(ctx, "approval.failed", d.rule_id, f"the approver failed ({type(exc).__name__})")
+            return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; the approver failed ({type(exc).__name__})")
         ctx = ctx.approved(_approval_dict(answer))
         if not answer.granted:
-            return deny(ctx, "approval.denied", d.rule_id, f"not approved by {answer.approver}: {answer.reason or 'denied'}")
+            why = f"not approved by {answer.approver}: {answer.reason or 'denied'}"
+            return deny(ctx, "approval.denied", d.rule_id, f"{d.reason}; {why}")
         counters.approvals_granted += 1
         if answer.expires_at is not None:
             if len(self._grants) >= _MAX_GRANTS:
