@@ -152,6 +152,22 @@ def test_policy_tools_lists_every_pinned_tool(project: Path) -> None:
     assert rows["fs__admin"]["effect"] == "deny"
 
 
+def test_policy_tools_shows_flow_labels_and_why(project: Path) -> None:
+    """Each tool's flow labels with the source and reason of each; the table shows them too."""
+    project.write_text(CONFIG.replace('[policy.tools."fs__admin"]\nroles = ["admin"]', '[policy.tools."fs__admin"]\nroles = ["admin"]\nflow = ["private"]'))
+    code, out = invoke("tools", "-c", str(project), "--json")
+    assert code == 0
+    rows = {r["tool"]: r for r in map(json.loads, out.splitlines())}
+    assert rows["fs__read_file"]["flow"] == ["untrusted", "private"]
+    assert rows["fs__read_file"]["flow_why"]["untrusted"]["source"] == "name"
+    assert rows["fs__delete_file"]["flow"] == ["untrusted", "sink"]
+    assert rows["fs__admin"]["flow"] == ["private"]
+    assert rows["fs__admin"]["flow_why"]["sink"] == {"present": False, "source": "config", "reason": "[policy.tools.'fs__admin'] flow = ['private']"}
+    assert rows["fs__read_file"]["flow_effects"] == {"rule_of_two": "ask", "provenance": "ask"}
+    code, table = invoke("tools", "-c", str(project))
+    assert code == 0 and "not sink" in table and "untrusted" in table
+
+
 def test_policy_tools_warns_about_rules_that_match_nothing(project: Path) -> None:
     project.write_text(CONFIG.replace('allow = ["fs__*"]', 'allow = ["fs__*", "fss__typo"]'))
     result = CliRunner().invoke(app, ["policy", "tools", "-c", str(project), "--json"])

@@ -128,26 +128,36 @@ def tools(
     identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
 ) -> None:
-    """List every pinned tool with its category, risk and what the policy does with it.
+    """List every pinned tool with its category, risk, flow labels and what the policy does with it.
 
     Warns (stderr) about allow/deny patterns and tool rules that match no pinned tool."""
+    from checkrein.policy.flow import compile_flow
+
     config, policy = _load(config_path)
     who = _identity(config, identity)
+    flows = compile_flow(policy).tools
     rows: list[dict[str, Any]] = []
     for name, plan in sorted(policy.plans.items()):
         g = plan.governance
         d = governance_decision(policy, who, name)
         category = g.classification.category + (" (shared)" if g.classification.shared else "")
-        rows.append({"tool": name, "category": category, "risk": g.risk, "effect": d.effect, "rule_id": d.rule_id})
+        f = flows[name]
+        why = {r.label: {"present": r.present, "source": r.source, "reason": r.reason} for r in f.reasons}
+        rows.append({
+            "tool": name, "category": category, "risk": g.risk, "effect": d.effect, "rule_id": d.rule_id,
+            "flow": list(f.labels), "flow_why": why, "flow_effects": {"rule_of_two": f.rule_of_two, "provenance": f.provenance},
+        })  # fmt: skip
     for stale in unmatched_patterns(config.policy, policy.plans):
         print(f"checkrein: warning: {stale} matches no pinned tool", file=sys.stderr)
     if as_json:
         for row in rows:
             print(json.dumps(row))
         return
-    table = Table("tool", "category", "risk", "effect", "rule")
+    table = Table("tool", "category", "risk", "effect", "rule", "flow", "why (flow)")
     for row in rows:
-        table.add_row(row["tool"], row["category"], row["risk"], row["effect"], row["rule_id"])
+        why = "; ".join(f"{'' if w['present'] else 'not '}{label}: {w['reason']} [{w['source']}]" for label, w in row["flow_why"].items())
+        flow = ", ".join(row["flow"]) or "-"
+        table.add_row(row["tool"], row["category"], row["risk"], row["effect"], row["rule_id"], flow, escape(why))
     Console().print(table)
 
 

@@ -89,8 +89,11 @@ def trace(state: FlowState, arguments: dict[str, Any], limits: FlowLimits) -> tu
         return ()
     hits: list[ProvenanceHit] = []
     for pointer, shown, norm in candidates(arguments, limits.min_value_chars):
-        source = state.untrusted.find(norm)
-        if source is not None and norm not in state.trusted:
+        compact = norm.replace(" ", "")
+        # Codes (a digit, 8+ characters) are also matched without spaces: grouping cannot hide them.
+        compact = compact if len(compact) >= 8 and any(c.isdigit() for c in compact) else ""
+        source = state.untrusted.find(norm, compact)
+        if source is not None and not state.trusted.holds(norm, compact):
             hits.append(ProvenanceHit(pointer, shown, source))
     return tuple(hits)
 

@@ -3,7 +3,7 @@
 `FlowState` is an immutable value; every function here returns a new one (pure: no clock, no
 I/O), so a store can keep it anywhere (in process, Redis) and replay it. Memory is bounded per
 session: the untrusted and the trusted text logs each keep at most ``max_*_bytes`` of normalized
-text, the oldest entries dropped first (each drop is counted in ``dropped``, a degradation: a
+text (plus its spaceless copy, so at most twice that), the oldest entries dropped first (each drop is counted in ``dropped``, a degradation: a
 value from a dropped untrusted result is no longer traced).
 
 Trusted text is what the session's own side said or got from tools that carry no outsider text:
@@ -29,10 +29,12 @@ _MAX_TASKS = 32
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """One remembered text: where it came from (for messages) and its normalized form."""
+    """One remembered text: where it came from (for messages), its normalized form, and that form
+    without spaces (so ``GB29 NWBK 6016...`` is found in ``gb29nwbk6016...``)."""
 
     source: str
     text: str
+    compact: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +58,19 @@ class TextLog:
         while entries and total > max_bytes:
             total -= len(entries.pop(0).text.encode("utf-8"))
             dropped += 1
-        entries.append(Seen(source, norm))
+        entries.append(Seen(source, norm, norm.replace(" ", "")))
         return TextLog(tuple(entries), total, dropped)
 
-    def find(self, needle: str) -> str | None:
-        """The source of the newest text containing ``needle`` (a normalized value), else None."""
+    def find(self, needle: str, compact: str = "") -> str | None:
+        """The source of the newest text containing ``needle`` (a normalized value), or, when
+        ``compact`` is given, containing that spaceless form; else None."""
         for e in reversed(self.entries):
-            if needle in e.text:
+            if needle in e.text or (compact and compact in e.compact):
                 return e.source
         return None
 
-    def __contains__(self, needle: str) -> bool:
-        return any(needle in e.text for e in self.entries)
+    def holds(self, needle: str, compact: str = "") -> bool:
+        return self.find(needle, compact) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ Normalization (`normalize`): NFKC, case folded, every run of characters that are
 digits becomes one space, and the result is padded with a space on each side. A value is then
 "in" a text when its normalized form is a substring of the text's normalized form, so matches
 respect word boundaries (``" mark black 2134 gmail com "`` is found in ``"... write to
-mark.black-2134@gmail.com now"`` but ``" 13 "`` is not found in ``"2013"``), and spacing,
-punctuation and case cannot hide a copied value (``US13 3000 ...`` vs ``us13-3000-...``).
+mark.black-2134@gmail.com now"`` but ``" 13 "`` is not found in ``"2013"``), and punctuation and
+case cannot hide a copied value (``US13 3000 ...`` vs ``us13-3000-...``). Codes (8+ letters and
+digits, one a digit) are also compared with every space removed (`checkrein.policy.flow.rule`), so
+regrouping (``GB29 NWBK 6016...`` vs ``GB29NWBK6016...``) cannot hide them either.
 
 Which parts of an argument are traced (`candidates`), for each string (and large number) in it:
 
