@@ -155,9 +155,11 @@ def tools(
         return
     table = Table("tool", "category", "risk", "effect", "rule", "flow", "why (flow)")
     for row in rows:
-        why = "; ".join(f"{'' if w['present'] else 'not '}{label}: {w['reason']} [{w['source']}]" for label, w in row["flow_why"].items())
+        because = "; ".join(
+            f"{'' if w['present'] else 'not '}{label}: {w['reason']} [{w['source']}]" for label, w in row["flow_why"].items()
+        )
         flow = ", ".join(row["flow"]) or "-"
-        table.add_row(row["tool"], row["category"], row["risk"], row["effect"], row["rule_id"], flow, escape(why))
+        table.add_row(row["tool"], row["category"], row["risk"], row["effect"], row["rule_id"], flow, escape(because))
     Console().print(table)
 
 
