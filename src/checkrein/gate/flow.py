@@ -43,6 +43,7 @@ from checkrein.policy.flow import (
     compile_flow,
     observe_task,
 )
+from checkrein.policy.flow.values import leaves
 
 from .result_view import view_of
 from .steps import CallContext, CallNext, CallOutcome, Counters, deny
@@ -138,23 +139,11 @@ def result_seen(out: CallOutcome) -> ResultSeen | None:
         view = view_of(out.result)
         texts = list(view.texts)
         if view.structured is not None:
-            texts += _strings(view.structured)
+            texts += [text for _, text in leaves(view.structured, "")]
         return ResultSeen(tuple(texts), flagged=flagged)
     if out.rule_id is not None and out.rule_id.startswith("inspect:"):
         return ResultSeen((), flagged=True, withheld=True)
     return None
-
-
-def _strings(value: object, depth: int = 0) -> list[str]:
-    if depth > 64:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _strings(v, depth + 1)]
-    if isinstance(value, list | tuple):
-        return [x for v in value for x in _strings(v, depth + 1)]
-    return []
 
 
 def _forwarded(out: CallOutcome) -> bool:
