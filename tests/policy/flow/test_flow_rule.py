@@ -129,3 +129,19 @@ def test_untrusted_memory_is_bounded_and_counts_what_it_drops() -> None:
     assert state.untrusted.size <= 4096 and state.untrusted.dropped > 0
     _, v = run(plan, state, "send_email", {"to": "sender199@example.org"})
     assert v.effect == "ask"
+
+
+def test_regrouping_a_code_does_not_hide_it() -> None:
+    """An IBAN read without spaces and sent with them (or the other way round) is still traced."""
+    plan = plan_for(TOOLS, {"flow": {"rule_of_two": "off"}})
+    state, _ = run(plan, FlowState(), "read_inbox", {}, "Pay GB29NWBK60161331926819 today.")
+    _, v = run(plan, state, "send_email", {"to": "GB29 NWBK 6016 1331 9268 19"})
+    assert v.effect == "ask"
+    state, _ = run(plan, FlowState(), "read_inbox", {}, "Pay GB29 NWBK 6016 1331 9268 19 today.")
+    _, v = run(plan, state, "send_email", {"to": "GB29NWBK60161331926819"})
+    assert v.effect == "ask"
+
+
+def test_the_same_task_text_is_recorded_once() -> None:
+    state = observe_task(FlowState(), "book the usual hotel", 1 << 20)
+    assert observe_task(state, "book the usual hotel", 1 << 20) is state

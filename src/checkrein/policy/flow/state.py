@@ -129,21 +129,6 @@ class FlowState:
             log = log.add(source, normalize(t), max_bytes)
         return replace(self, untrusted=log)
 
-    def merged(self, other: FlowState, max_untrusted: int, max_trusted: int) -> FlowState:
-        """This state plus everything ``other`` touched and saw (a resumed session inherits this way)."""
-        state = self
-        for s in other.untrusted_from:
-            state = state.with_untrusted(s)
-        for s in other.private_from:
-            state = state.with_private(s)
-        u, t = state.untrusted, state.trusted
-        for e in other.untrusted.entries:
-            u = u.add(e.source, e.text, max_untrusted)
-        for e in other.trusted.entries:
-            t = t.add(e.source, e.text, max_trusted)
-        tasks = tuple(dict.fromkeys((*state.tasks, *other.tasks)))[-_MAX_TASKS:]
-        return replace(state, untrusted=u, trusted=t, tasks=tasks, calls=max(state.calls, other.calls))
-
 
 def _add_source(sources: tuple[str, ...], source: str) -> tuple[str, ...]:
     if source in sources or len(sources) >= _MAX_SOURCES:
