@@ -11,8 +11,10 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-from gateway_support import gateway_stdio_params, write_config
+import httpx2
+from gateway_support import free_port, gateway_stdio_params, start_http_gateway, stop, write_config
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = pytest.mark.anyio
 
@@ -93,3 +95,26 @@ async def test_the_users_task_makes_the_same_address_trusted(tmp_path: Path) -> 
     )
     assert not send.is_error
     assert sent(tmp_path) == [{"to": ATTACKER, "body": "statement"}]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_a_run_keeps_its_flow_across_requests_and_reconnects(tmp_path: Path, mode: str) -> None:
+    """2026-era requests carry no session: the trace ties them; a legacy reconnect inherits the taint."""
+    config = mail_config(tmp_path)
+    port = free_port()
+    proc = start_http_gateway(config, port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    meta = {"traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"}
+    try:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as c:  # type: ignore[arg-type]
+                    read = await c.call_tool("m__read_inbox", {}, meta=meta)  # type: ignore[arg-type]
+                assert not read.is_error
+                # A new connection (a new MCP session for legacy clients) of the same caller.
+                async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as c:  # type: ignore[arg-type]
+                    send = await c.call_tool("m__send_email", {"to": "alice@corp.example", "body": "hi"}, meta=meta)  # type: ignore[arg-type]
+    finally:
+        stop(proc)
+    assert send.is_error and "(rule flow:rule_of_two)" in text_of(send)
+    assert sent(tmp_path) == []
