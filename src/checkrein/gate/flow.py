@@ -175,15 +175,16 @@ class FlowStep:
     counters: Counters
     clock: Callable[[], float] = time.time
     _plan: FlowPlan | None = field(default=None, repr=False)
+    _compiled_from: CompiledPolicy | None = field(default=None, repr=False)
 
     def plan(self) -> FlowPlan:
-        """The flow plan of the policy in force (recompiled when the policy changes)."""
+        """The flow plan of the policy in force (recompiled when the policy object changes)."""
         policy = self.policy()
         plan = self._plan
-        if plan is None or plan.policy_digest != policy.digest or plan.tools.keys() != policy.plans.keys():
+        if plan is None or self._compiled_from is not policy:
             plan = compile_flow(policy)
             self.store.configure(plan.settings)
-            self._plan = plan
+            self._plan, self._compiled_from = plan, policy
         return plan
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
