@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from mcp.server.context import ServerRequestContext
 
-from checkrein.policy import Identity, ToolCall
+from checkrein.policy import Identity, RequestKind, ToolCall
 
 __all__ = ["IDENTITY_SCOPE_KEY", "CallFactory", "local_identity", "parse_traceparent"]
 
@@ -75,19 +75,24 @@ class CallFactory:
             return Identity(base.user, base.roles, base.source, client, base.authenticated)
         return base
 
-    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+    def session_id(self, ctx: ServerRequestContext[Any, Any], identity: Identity | None = None) -> str:
+        """The protocol session (stdio: this process; HTTP: ``mcp-session-id``). A request without
+        one (the 2026-07-28 era, stateless clients) belongs to its identity's session, so
+        per-session state (caps, taint, flow) follows the caller instead of lasting one request."""
         if self.transport == "stdio":
             return self.stdio_session
         headers = _headers(ctx)
         sid = headers.get("mcp-session-id") if headers is not None else None
-        # The 2026-07-28 era has no protocol session: each request stands alone.
-        return sid or f"http-{uuid.uuid4()}"
+        if sid:
+            return sid
+        who = identity if identity is not None else self.identity(ctx)
+        return f"identity:{who.source}:{who.user}"
 
     def make(
         self,
         ctx: ServerRequestContext[Any, Any],
         *,
-        kind: Literal["tool", "resource", "prompt"],
+        kind: RequestKind,
         name: str,
         arguments: dict[str, Any],
     ) -> ToolCall:
@@ -100,9 +105,10 @@ class CallFactory:
             headers = _headers(ctx)
             trace = parse_traceparent(headers.get("traceparent") if headers is not None else None)
         trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
+        identity = self.identity(ctx)
         return ToolCall(
-            identity=self.identity(ctx),
-            session_id=self.session_id(ctx),
+            identity=identity,
+            session_id=self.session_id(ctx, identity),
             trace_id=trace_id,
             span_id=secrets.token_hex(8),
             parent_span_id=parent,

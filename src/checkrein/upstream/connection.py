@@ -168,7 +168,8 @@ class McpUpstream:
                 return
             if self._closed:
                 raise UpstreamUnavailable(f"{self.name}: the upstream is closed")
-            self._state = "starting"
+            if self._state != "failed":  # a retried start stays "failed" until it succeeds
+                self._state = "starting"
             try:
                 await self._connect()
             except UpstreamUnavailable as exc:
@@ -204,6 +205,36 @@ class McpUpstream:
 
     async def list_prompts(self) -> list[types.Prompt]:
         return list(self._prompts)
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: dict[str, Any],
+        context: dict[str, Any] | None,
+        *,
+        timeout_s: float,
+    ) -> types.CompleteResult:
+        """completion/complete for a prompt or resource template of this server (its own names)."""
+        if ref.get("type") == "ref/prompt":
+            sdk_ref: types.PromptReference | types.ResourceTemplateReference = types.PromptReference(
+                type="ref/prompt", name=str(ref.get("name", ""))
+            )
+        else:
+            sdk_ref = types.ResourceTemplateReference(type="ref/resource", uri=str(ref.get("uri", "")))
+        args = (context or {}).get("arguments") if isinstance(context, dict) else None
+        result = await self._forward(
+            "completion",
+            timeout_s,
+            lambda session: session.complete(sdk_ref, {str(k): str(v) for k, v in argument.items()}, args),
+        )
+        return strip_identifying_meta(result)
+
+    async def subscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        """resources/subscribe; updates arrive as ``notifications/resources/updated``."""
+        return await self._forward(f"subscribe {uri!r}", timeout_s, lambda session: session.subscribe_resource(uri))
+
+    async def unsubscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        return await self._forward(f"unsubscribe {uri!r}", timeout_s, lambda session: session.unsubscribe_resource(uri))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> types.CallToolResult:
         result = await self._forward(
@@ -463,7 +494,11 @@ class McpUpstream:
             await self._emit("upstream.crash", error=reason, pid=pid)
 
     async def _request_error(self, link: _Link, exc: MCPError, what: str) -> UpstreamError:
-        if exc.code == CONNECTION_CLOSED:
+        # Only a transport that really closed is a crash: -32000 is also the code many servers
+        # use for their own errors ("Server error"), answered on a healthy connection.
+        if exc.code == CONNECTION_CLOSED and (
+            link.session.connection_closed() or (link.process is not None and link.process.exited.is_set())
+        ):
             if link.process is not None:
                 # The pipe closed first; give the exit code and stderr a moment to land.
                 with anyio.move_on_after(1.0):
