@@ -75,11 +75,12 @@ def default_steps(
     reload_lock: Callable[[], Awaitable[GateState | None]],
     unavailable: Callable[[str, str], str | None],
     discards: bool = False,
+    current: Callable[[], GateState] | None = None,
 ) -> list[Step]:
     """The DESIGN.md order, outermost first (the forward step is the terminal, not in the list)."""
     return [
         AuditStep(audit, counters, discards),
-        CatalogStep(counters, reload_lock, unavailable),
+        CatalogStep(counters, reload_lock, unavailable, current),
         WritableStep(audit, counters),
         PolicyStep(counters, sessions),
         BudgetStep(budget, counters),
@@ -146,6 +147,7 @@ class Gate:
             reload_lock=self._reload_lock_state,
             unavailable=self._unavailable,
             discards=self.audit_discards,
+            current=lambda: self._state,
         )
         chosen = steps(defaults) if callable(steps) else (defaults if steps is None else list(steps))
         self.steps: tuple[Step, ...] = tuple(chosen)

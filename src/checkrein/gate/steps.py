@@ -175,8 +175,13 @@ class CatalogStep:
     counters: Counters
     reload_lock: ReloadLock
     unavailable: Unavailable
+    current: Callable[[], GateState] | None = None
+    """The gate's state now: a call that arrives while its server's changed tool list is being
+    re-read waits for it (bounded) and is judged against the new catalog, not the stale one."""
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
+        if ctx.call.kind == "tool" and self.current is not None:
+            ctx = await self._settled(ctx)
         try:
             call, entry = await resolve(ctx.state, ctx.call, self.unavailable)
         except ToolNotFound as exc:
@@ -190,6 +195,20 @@ class CatalogStep:
             self.counters.quarantine_denials += 1
             return deny(ctx, exc.code, "catalog:quarantined", exc.message)
         return await call_next(ctx.resolved(call, entry))
+
+
+    async def _settled(self, ctx: CallContext) -> CallContext:
+        split = ctx.state.names.split_name(ctx.call.exposed_name)
+        entry = ctx.state.catalog.entries.get(ctx.call.exposed_name)
+        server = entry.server if entry is not None else (split[0] if split is not None else None)
+        upstream = ctx.state.upstreams.get(server) if server is not None else None
+        pending = getattr(upstream, "tools_pending", None)
+        if pending is None or not pending():
+            return ctx
+        assert self.current is not None and server is not None
+        with anyio.move_on_after(ctx.state.timeout_of(server)):
+            await upstream.tools_settled()  # type: ignore[union-attr]
+        return ctx.with_state(self.current())
 
 
 @dataclass

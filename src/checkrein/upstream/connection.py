@@ -123,6 +123,8 @@ class McpUpstream:
         self._prompts: list[types.Prompt] = []
         self._refreshing: set[str] = set()
         self._refresh_again: set[str] = set()
+        self._tools_settled = anyio.Event()
+        self._tools_settled.set()
         self.stats: dict[str, int] = {"bad_messages": 0, "hook_errors": 0, "refresh_failures": 0}
         """Degradation counters: non-JSON-RPC lines, raising lifecycle hooks, failed (re-)listings."""
 
@@ -198,6 +200,14 @@ class McpUpstream:
 
     async def list_resources(self) -> list[types.Resource]:
         return list(self._resources)
+
+    def tools_pending(self) -> bool:
+        """True while a ``list_changed`` for tools is being followed (re-listed, handed to the gate)."""
+        return not self._tools_settled.is_set()
+
+    async def tools_settled(self) -> None:
+        """Return once no tools re-listing is in flight (the gate has seen the new list)."""
+        await self._tools_settled.wait()
 
     async def list_resource_templates(self) -> list[types.ResourceTemplate]:
         """The cached resource templates (empty when the server has none or cannot list them)."""
@@ -555,6 +565,8 @@ class McpUpstream:
             types.PromptListChangedNotification: "prompts",
         }.get(type(message))
         if kind is not None and self._tg is not None:
+            if kind == "tools" and self._tools_settled.is_set():
+                self._tools_settled = anyio.Event()
             if kind in self._refreshing:
                 self._refresh_again.add(kind)
             else:
@@ -581,6 +593,8 @@ class McpUpstream:
                     return
         finally:
             self._refreshing.discard(kind)
+            if kind == "tools":
+                self._tools_settled.set()
 
     async def _relist(self, session: UpstreamSession, kind: str) -> None:
         if kind == "tools":
