@@ -167,61 +167,40 @@ def _schema(props: dict[str, Any] | None = None, required: list[str] | None = No
     return schema
 
 
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+def _tool(name: str, description: str, arg: tuple[str, str] | None = None) -> types.Tool:
+    """A fixture tool with no argument, or one required string argument ``(name, description)``."""
+    if arg is None:
+        return types.Tool(name=name, description=description, input_schema=_schema())
+    props = {arg[0]: {"type": "string", "description": arg[1]}}
+    return types.Tool(name=name, description=description, input_schema=_schema(props, [arg[0]]))
 
 
 _TOOLS: tuple[types.Tool, ...] = (
-    types.Tool(name="test_simple_text", description="Tests simple text content response", input_schema=_schema()),
-    types.Tool(name="test_image_content", description="Tests image content response", input_schema=_schema()),
-    types.Tool(name="test_audio_content", description="Tests audio content response", input_schema=_schema()),
-    types.Tool(
-        name="test_embedded_resource",
-        description="Tests embedded resource content response",
-        input_schema=_schema(),
-    ),
-    types.Tool(
-        name="test_multiple_content_types",
-        description="Tests response with multiple content types (text, image, resource)",
-        input_schema=_schema(),
-    ),
-    types.Tool(
-        name="test_tool_with_logging",
-        description="Tests tool that emits log messages during execution",
-        input_schema=_schema(),
-    ),
-    types.Tool(
-        name="test_tool_with_progress",
-        description="Tests tool that reports progress notifications",
-        input_schema=_schema(),
-    ),
-    types.Tool(name="test_error_handling", description="Tests error response handling", input_schema=_schema()),
-    types.Tool(
-        name="test_reconnection",
-        description="Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close "
+    _tool("test_simple_text", "Tests simple text content response"),
+    _tool("test_image_content", "Tests image content response"),
+    _tool("test_audio_content", "Tests audio content response"),
+    _tool("test_embedded_resource", "Tests embedded resource content response"),
+    _tool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)"),
+    _tool("test_tool_with_logging", "Tests tool that emits log messages during execution"),
+    _tool("test_tool_with_progress", "Tests tool that reports progress notifications"),
+    _tool("test_error_handling", "Tests error response handling"),
+    _tool(
+        "test_reconnection",
+        "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close "
         "the stream mid-call and send the result after client reconnects.",
-        input_schema=_schema(),
     ),
-    types.Tool(
-        name="test_sampling",
-        description="Tests server-initiated sampling (LLM completion request)",
-        input_schema=_schema({"prompt": _string("The prompt to send to the LLM")}, ["prompt"]),
+    _tool(
+        "test_sampling",
+        "Tests server-initiated sampling (LLM completion request)",
+        ("prompt", "The prompt to send to the LLM"),
     ),
-    types.Tool(
-        name="test_elicitation",
-        description="Tests server-initiated elicitation (user input request)",
-        input_schema=_schema({"message": _string("The message to show the user")}, ["message"]),
+    _tool(
+        "test_elicitation",
+        "Tests server-initiated elicitation (user input request)",
+        ("message", "The message to show the user"),
     ),
-    types.Tool(
-        name="test_elicitation_sep1034_defaults",
-        description="Tests elicitation with default values per SEP-1034",
-        input_schema=_schema(),
-    ),
-    types.Tool(
-        name="test_elicitation_sep1330_enums",
-        description="Tests elicitation with enum schema improvements per SEP-1330",
-        input_schema=_schema(),
-    ),
+    _tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034"),
+    _tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330"),
     types.Tool(
         name="json_schema_2020_12_tool",
         description="Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
@@ -246,22 +225,19 @@ _SEP1034_SCHEMA: dict[str, Any] = {
     "required": [],
 }
 
+def _choices(prefix: str, titles: tuple[str, ...]) -> list[dict[str, str]]:
+    return [{"const": f"{prefix}{i}", "title": t} for i, t in enumerate(titles, 1)]
+
+
+_OPTIONS = ["option1", "option2", "option3"]
 _SEP1330_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "untitledSingle": {
-            "type": "string",
-            "description": "Select one option",
-            "enum": ["option1", "option2", "option3"],
-        },
+        "untitledSingle": {"type": "string", "description": "Select one option", "enum": _OPTIONS},
         "titledSingle": {
             "type": "string",
             "description": "Select one option with titles",
-            "oneOf": [
-                {"const": "value1", "title": "First Option"},
-                {"const": "value2", "title": "Second Option"},
-                {"const": "value3", "title": "Third Option"},
-            ],
+            "oneOf": _choices("value", ("First Option", "Second Option", "Third Option")),
         },
         "legacyEnum": {
             "type": "string",
@@ -274,20 +250,14 @@ _SEP1330_SCHEMA: dict[str, Any] = {
             "description": "Select multiple options",
             "minItems": 1,
             "maxItems": 3,
-            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "items": {"type": "string", "enum": _OPTIONS},
         },
         "titledMulti": {
             "type": "array",
             "description": "Select multiple options with titles",
             "minItems": 1,
             "maxItems": 3,
-            "items": {
-                "anyOf": [
-                    {"const": "value1", "title": "First Choice"},
-                    {"const": "value2", "title": "Second Choice"},
-                    {"const": "value3", "title": "Third Choice"},
-                ]
-            },
+            "items": {"anyOf": _choices("value", ("First Choice", "Second Choice", "Third Choice"))},
         },
     },
     "required": [],
@@ -299,28 +269,13 @@ _RESPONSE_SCHEMA: dict[str, Any] = {
     "required": ["response"],
 }
 
-_RESOURCES: tuple[types.Resource, ...] = (
-    types.Resource(
-        uri="test://static-text",
-        name="static-text",
-        title="Static Text Resource",
-        description="A static text resource for testing",
-        mime_type="text/plain",
-    ),
-    types.Resource(
-        uri="test://static-binary",
-        name="static-binary",
-        title="Static Binary Resource",
-        description="A static binary resource (image) for testing",
-        mime_type="image/png",
-    ),
-    types.Resource(
-        uri="test://watched-resource",
-        name="watched-resource",
-        title="Watched Resource",
-        description="A resource that announces updates to its subscribers",
-        mime_type="text/plain",
-    ),
+_RESOURCES: tuple[types.Resource, ...] = tuple(
+    types.Resource(uri=f"test://{name}", name=name, title=title, description=description, mime_type=mime)
+    for name, title, description, mime in (
+        ("static-text", "Static Text Resource", "A static text resource for testing", "text/plain"),
+        ("static-binary", "Static Binary Resource", "A static binary resource (image) for testing", "image/png"),
+        ("watched-resource", "Watched Resource", "A resource that announces updates to its subscribers", "text/plain"),
+    )
 )
 
 _PROMPTS: tuple[types.Prompt, ...] = (
@@ -454,24 +409,26 @@ def _call_handlers(st: _State) -> dict[str, Callable[[Ctx, dict[str, Any]], Awai
     }
 
 
+_TEXTS = {
+    "test://static-text": "This is the content of the static text resource.",
+    "test://watched-resource": "Watched resource content",
+}
+
+
 def _read(uri: str) -> types.ReadResourceResult:
-    if uri == "test://static-text":
-        text = "This is the content of the static text resource."
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
-    if uri == "test://static-binary":
-        blob = types.BlobResourceContents(uri=uri, mime_type="image/png", blob=TEST_IMAGE_BASE64)
-        return types.ReadResourceResult(contents=[blob])
-    if uri == "test://watched-resource":
-        text = "Watched resource content"
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
+    contents: types.TextResourceContents | types.BlobResourceContents
     match = _TEMPLATE_RE.match(uri)
-    if match:
+    if uri in _TEXTS:
+        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=_TEXTS[uri])
+    elif uri == "test://static-binary":
+        contents = types.BlobResourceContents(uri=uri, mime_type="image/png", blob=TEST_IMAGE_BASE64)
+    elif match:
         ident = match.group(1)
         text = json.dumps({"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"})
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
-        )
-    raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+    else:
+        raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    return types.ReadResourceResult(contents=[contents])
 
 
 def _prompt(name: str, args: dict[str, str]) -> types.GetPromptResult:
