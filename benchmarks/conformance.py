@@ -160,9 +160,9 @@ def gateway_ready(port: int) -> bool:
 
 
 @contextmanager
-def process(cmd: list[str], log: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Iterator[
-    subprocess.Popen[bytes]
-]:
+def process(
+    cmd: list[str], log: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A subprocess in its own process group, stopped (group TERM, then KILL) on exit."""
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -252,8 +252,7 @@ def gateway(stack: ExitStack, work: Path, upstream_url: str, *, prefixed: bool) 
     config.write_text(gateway_config(upstream_url, prefixed=prefixed), encoding="utf-8")
     port = free_port()
     log = work / "checkrein.log"
-    checkrein = str(Path(sys.executable).with_name("checkrein"))
-    cmd = [checkrein, "serve", "--config", str(config), "--transport", "http", "--port", str(port)]
+    cmd = [sys.executable, "-m", "checkrein", "serve", "--config", str(config), "--transport", "http", "--port", str(port)]
     proc = stack.enter_context(process(cmd, log, cwd=gw))
     wait_until(lambda: gateway_ready(port), proc, "checkrein serve", log)
     return f"http://127.0.0.1:{port}/mcp"
