@@ -15,8 +15,8 @@ Options:
     --reference DIR      also run the suite against the suite's TypeScript reference server, whose
                          sources are in DIR (``everything-server.ts``; copied and npm-installed under
                          the suite home); local runs only, CI has no such directory
-    --prefixed           serve the upstream under checkrein's default ``<server>__`` prefix instead
-                         of ``prefix = ""`` (for numbers while the gateway lacks the option)
+    --analyzers          keep checkrein's argument analyzers at their defaults (the permissive
+                         policy turns them off: they judge arguments, not protocol features)
     --suite all|active   the suite's scenario set (default ``all``: 32 scenarios, pending included)
     --out DIR            where results go (default: a new temporary directory, kept)
     --markdown FILE      also write the table as Markdown
@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from checkrein.config.policy import ANALYZERS
 
 SUITE = "@modelcontextprotocol/conformance@0.1.16"
 UPSTREAM_NAME = "conformance"
@@ -203,15 +205,19 @@ def run_suite(suite_home: Path, url: str, out: Path, suite: str, label: str, log
     return target
 
 
-def gateway_config(upstream_url: str, *, prefixed: bool) -> str:
-    """One ``streamable-http`` upstream under its own names, every tool allowed, audit on."""
-    prefix = "" if prefixed else 'prefix = ""\n'
+def gateway_config(upstream_url: str, *, analyzers: bool) -> str:
+    """One ``streamable-http`` upstream under its own names, everything allowed, audit on.
+
+    Result inspection stays at its defaults; the argument analyzers are off unless ``analyzers``.
+    """
+    off = "" if analyzers else "".join(f'{a} = "off"\n' for a in ANALYZERS)
     return (
         '[gateway]\nname = "checkrein-conformance"\n\n'
         f'[[servers]]\nname = "{UPSTREAM_NAME}"\ntransport = "streamable-http"\nurl = "{upstream_url}"\n'
-        f"{prefix}timeout_s = 60\n\n"
+        'prefix = ""\ntimeout_s = 60\n\n'
         '[policy]\ndefault = "allow"\nallow = ["*"]\n\n'
-        '[audit]\ndir = "audit"\n'
+        + (f"[policy.analyzers]\n{off}\n" if off else "")
+        + '[audit]\ndir = "audit"\n'
     )
 
 
@@ -245,11 +251,11 @@ def reference_server(stack: ExitStack, work: Path, suite_home: Path, sources: Pa
     return f"http://localhost:{port}/mcp"
 
 
-def gateway(stack: ExitStack, work: Path, upstream_url: str, *, prefixed: bool) -> str:
+def gateway(stack: ExitStack, work: Path, upstream_url: str, *, analyzers: bool) -> str:
     gw = work / "checkrein"
     gw.mkdir(parents=True, exist_ok=True)
     config = gw / "checkrein.toml"
-    config.write_text(gateway_config(upstream_url, prefixed=prefixed), encoding="utf-8")
+    config.write_text(gateway_config(upstream_url, analyzers=analyzers), encoding="utf-8")
     port = free_port()
     log = work / "checkrein.log"
     cmd = [sys.executable, "-m", "checkrein", "serve", "--config", str(config), "--transport", "http", "--port", str(port)]
@@ -312,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", choices=("all", "active"), default="all")
     parser.add_argument("--direct-only", action="store_true")
     parser.add_argument("--reference", type=Path, help="directory holding the reference everything-server.ts")
-    parser.add_argument("--prefixed", action="store_true", help="no `prefix = \"\"` in the gateway config")
+    parser.add_argument("--analyzers", action="store_true", help="keep the argument analyzers on")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
@@ -334,9 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             direct = run_suite(suite_home, url, out / "direct", args.suite, "fixture direct", out / "suite-direct.log")
             targets.append(direct)
             if not args.direct_only:
-                label = "through checkrein" + (" (prefixed)" if args.prefixed else "")
+                label = "through checkrein" + (" (analyzers on)" if args.analyzers else "")
                 try:
-                    gw_url = gateway(stack, out, url, prefixed=args.prefixed)
+                    gw_url = gateway(stack, out, url, analyzers=args.analyzers)
                 except SetupError as exc:
                     through = Target(label, error=str(exc))
                 else:
