@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench conformance conformance-direct clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "checkrein needs Python 3.11 or newer")'
@@ -32,6 +32,17 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/decide.py
 	$(BIN)/python benchmarks/audit.py
 	$(BIN)/python benchmarks/detection.py
+
+# The MCP conformance suite (installs Node 22 and the suite from npm into a cache on first use):
+# `conformance` compares the fixture server directly with checkrein in front of it (exit 1 when a
+# scenario passes directly and fails through checkrein); `conformance-direct` runs only the fixture.
+# Extra runner options: make conformance CONFORMANCE_ARGS="--reference DIR --out DIR"
+CONFORMANCE_ARGS ?=
+conformance: $(STAMP)
+	.ci/conformance.sh $(CONFORMANCE_ARGS)
+
+conformance-direct: $(STAMP)
+	.ci/conformance.sh --direct-only $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -17,6 +17,7 @@
     │   └── UpstreamRequestFailed       upstream.request_failed (the upstream answered a JSON-RPC error)
     ├── AuditError                      audit.error
     │   └── AuditUnavailable            audit.unavailable     (cannot write: calls fail closed)
+    ├── StateUnavailable                state.unavailable     (a shared state backend cannot answer: denied)
     └── FrontendError                   frontend.error
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "FrontendError",
     "LockFileError",
     "PolicyError",
+    "StateUnavailable",
     "ToolNotFound",
     "ToolQuarantined",
     "UpstreamError",
@@ -152,6 +154,12 @@ class AuditError(CheckreinError):
 
 class AuditUnavailable(AuditError):
     code = "audit.unavailable"
+
+
+class StateUnavailable(CheckreinError):
+    """A shared state backend (budgets, grants, sessions, flow state) could not answer."""
+
+    code = "state.unavailable"
 
 
 class FrontendError(CheckreinError):

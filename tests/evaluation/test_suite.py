@@ -22,6 +22,7 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Scen
     return root, run_suite(load_suite(), root, "scripted", workers=2)
 
 
+@pytest.mark.timeout(1800)  # 14 scenarios, each a real gateway; a busy machine is slow, not wrong
 def test_every_bundled_scenario_passes_with_a_verified_audit(suite_run: tuple[Path, list[ScenarioResult]]) -> None:
     _, results = suite_run
     assert len(results) == len(load_suite()) >= 14
@@ -30,6 +31,7 @@ def test_every_bundled_scenario_passes_with_a_verified_audit(suite_run: tuple[Pa
     assert all(r.audit_verified and r.audit_events > 0 for r in results)
 
 
+@pytest.mark.timeout(1800)  # 14 scenarios, each a real gateway; a busy machine is slow, not wrong
 def test_denied_calls_never_reached_their_servers(suite_run: tuple[Path, list[ScenarioResult]]) -> None:
     root, results = suite_run
     by_name = {r.name: r for r in results}
@@ -40,6 +42,7 @@ def test_denied_calls_never_reached_their_servers(suite_run: tuple[Path, list[Sc
     assert b"AKIAZ7Q4MDR2X3V5NQ7P" not in b"".join(p.read_bytes() for p in secret_dir.rglob("*") if p.is_file() and p.suffix != ".toml")
 
 
+@pytest.mark.timeout(1800)  # 14 scenarios, each a real gateway; a busy machine is slow, not wrong
 def test_report_and_template_matrix_are_written(suite_run: tuple[Path, list[ScenarioResult]], tmp_path: Path) -> None:
     root, results = suite_run
     matrix, note = template_matrix(root / "scripted")

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp.types as types
 import pytest
-import httpx2
 from gateway_support import free_port, gateway_stdio_params, start_http_gateway, stop, write_config
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client

@@ -39,7 +39,7 @@ async def test_call_carries_identity_session_and_the_callers_trace(tmp_path: Pat
         async with Client(front.server, mode=mode) as c:  # type: ignore[arg-type]
             await c.call_tool("a__echo", {"text": "x"}, meta={"traceparent": f"00-{TRACE}-{PARENT}-01"})
             await c.call_tool("a__echo", {"text": "y"})
-    first, second = trail.calls
+    first, second = [c for c in trail.calls if c.kind == "tool"]
     assert (first.trace_id, first.parent_span_id) == (TRACE, PARENT)
     assert len(first.span_id) == 16 and first.span_id != PARENT
     assert second.trace_id != TRACE and len(second.trace_id) == 32 and second.parent_span_id is None

@@ -12,9 +12,9 @@ from gateway_support import CapturingTrail, make_config
 
 from checkrein.catalog import ToolDefinition, plan_pin, read_lock, write_lock
 from checkrein.errors import ConfigError, UpstreamUnavailable
+from checkrein.gate.chain import CallRefused
 from checkrein.gate.pipeline import Gate
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult, BudgetVerdict
-from checkrein.gate.steps import CallRefused
 from checkrein.policy import Decision, Identity, Inspection, ResultView, ToolCall
 from checkrein.testing.memory_upstream import MemoryUpstream
 
@@ -319,17 +319,20 @@ async def test_a_server_that_fails_to_start_does_not_stop_the_others(tmp_path: P
 
 
 async def test_a_server_that_failed_to_start_is_picked_up_when_it_comes_up(tmp_path: Path) -> None:
-    """Regression (failed start was final): a retry brings the server's tools in, quarantined as
-    new tools until `pin` (the lock was written while the server was down)."""
+    """Regression (failed start was final; then: its tools stayed quarantined forever): a retry
+    brings the server's tools in, pinned by trust on first use since the lock never held them."""
     late = MemoryUpstream("late", fail_start="connection refused")
     late.add_tool("hello", lambda a: "hi")
-    gate, _ = await started(tmp_path, upstream(), late, policy={"allow": ["*"]})
+    gate, trail = await started(tmp_path, upstream(), late, policy={"allow": ["*"]})
     assert "late" in gate.failures
     assert await gate.retry_failed_starts() == []  # still down: nothing changes
     late.fail_start = None
     assert await gate.retry_failed_starts() == ["late"]
     assert "late" not in gate.failures and gate.ready_servers() == {"a", "late"}
-    assert [e.exposed for e in gate.catalog.quarantined] == ["late__hello"]
+    assert gate.catalog.quarantined == ()
+    assert not (await gate.call_tool(call("late__hello", {}))).is_error
+    assert "late__hello" in (read_lock(gate.config.lock_path) or {})
+    assert "pin.first_use" in [r.event for r in trail.lifecycle]
 
 
 async def test_resources_and_prompts_are_namespaced_and_gated(tmp_path: Path) -> None:

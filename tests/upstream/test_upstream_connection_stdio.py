@@ -70,7 +70,7 @@ def text(result: Any) -> str:
 
 @pytest.fixture(scope="module")
 async def shared() -> AsyncIterator[McpUpstream]:
-    """One dual-era echo server (127 tools, description from an expanded env var) for read-only tests."""
+    """One dual-era echo server (128 tools, description from an expanded env var) for read-only tests."""
     cfg = echo_config(env={"ECHO_SERVER_TOOLS": "120", "ECHO_SERVER_DESCRIPTION": "desc ${WHO}"})
     async with running(cfg, environ={"WHO": "expanded"}) as up:
         yield up
@@ -111,8 +111,8 @@ async def test_tools_resources_and_prompts_are_listed_once_and_cached(shared: Mc
 
 async def test_tools_list_follows_next_cursor_across_pages(shared: McpUpstream) -> None:
     names = [t.name for t in await shared.tools()]
-    assert len(names) == 127 > 2 * PAGE_SIZE
-    assert len(set(names)) == 127 and "tool_119" in names
+    assert len(names) == 128 > 2 * PAGE_SIZE
+    assert len(set(names)) == 128 and "tool_119" in names
 
 
 async def test_initialize_only_server_works_in_auto_era() -> None:
@@ -238,6 +238,17 @@ async def test_upstream_json_rpc_error_is_a_request_failure_not_a_crash(shared: 
         await shared.read_resource("echo://nope", timeout_s=10)
     assert info.value.code == "upstream.request_failed" and isinstance(info.value.rpc_code, int)
     assert shared.info.state == "ready"
+
+
+async def test_json_rpc_error_32000_is_the_servers_own_error_not_a_crash(shared: McpUpstream) -> None:
+    """Regression (-32000 was taken for a closed connection: restart and backoff)."""
+    restarts = shared.info.restarts
+    with pytest.raises(UpstreamRequestFailed) as info:
+        await shared.call_tool("server_error", {}, timeout_s=10)
+    assert (info.value.rpc_code, info.value.rpc_message) == (-32000, "server busy, try later")
+    assert info.value.rpc_data == {"retry_after_s": 1}
+    assert shared.info.state == "ready" and shared.info.restarts == restarts
+    assert not (await shared.call_tool("echo", {"text": "still up"}, timeout_s=10)).is_error
 
 
 async def test_command_not_found_is_reported_clearly() -> None:

@@ -16,9 +16,10 @@ Outcome = Literal["ok", "denied", "error", "timeout", "not_found"]
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One finished tools/call (or resource read / prompt get), whatever happened."""
+    """One finished request (tools/call, resource read, prompt get, completion, subscription or
+    listing), whatever happened."""
 
-    kind: Literal["tool", "resource", "prompt"]
+    kind: Literal["tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list"]
     trace_id: str
     span_id: str
     parent_span_id: str | None

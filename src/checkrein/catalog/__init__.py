@@ -3,7 +3,7 @@
 from .lock import LOCK_VERSION, PinnedTool, read_lock, render_lock, write_lock
 from .merge import MAX_TOOL_NAME, Catalog, CatalogEntry, SkippedTool, build_catalog
 from .model import ToolDefinition, ToolStatus, exposed_name, split_exposed_name
-from .namespace import exposed_resource_uri, resource_policy_name, split_resource_uri
+from .namespace import Names, exposed_resource_uri, resource_policy_name, split_resource_uri
 from .pin import PinPlan, plan_pin, render_plan
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "MAX_TOOL_NAME",
     "Catalog",
     "CatalogEntry",
+    "Names",
     "PinPlan",
     "PinnedTool",
     "SkippedTool",

@@ -2,10 +2,12 @@
 
 Format (JSON, sorted keys, two-space indent, trailing newline, meant to be committed)::
 
-    {"version": 1, "tools": {"<exposed>": {"digest": "sha256:...", "definition": {...}}}}
+    {"version": 1, "tools": {"<exposed>": {"digest": "sha256:...", "definition": {...}, "server": "<name>"}}}
 
 ``definition`` holds the wire fields of the MCP `Tool` the digest covers
-(`ToolDefinition.pinned_fields()`), so `checkrein pin` can show a readable diff.
+(`ToolDefinition.pinned_fields()`), so `checkrein pin` can show a readable diff. ``server`` (not
+covered by the digest; absent in older locks, where the exposed name's first part is the server)
+says which `[[servers]]` entry the tool came from, whatever prefix it is exposed under.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class PinnedTool:
 
     digest: str
     definition: dict[str, Any]
+    server: str | None = None
+    """The server the tool came from; ``None`` in locks written before servers had prefixes."""
+
+    def server_of(self, exposed: str, separator: str = "__") -> str:
+        """The pinned tool's server: recorded, or read from the exposed name as older locks did."""
+        return self.server if self.server is not None else exposed.partition(separator)[0]
 
 
 def read_lock(path: Path) -> dict[str, PinnedTool] | None:
@@ -67,7 +75,8 @@ def read_lock(path: Path) -> dict[str, PinnedTool] | None:
                 f"{path}: entry {name!r} has a digest that does not match its definition "
                 "(was the lock edited by hand?); run `checkrein pin` to re-record it"
             )
-        out[name] = PinnedTool(entry["digest"], entry["definition"])
+        server = entry.get("server")
+        out[name] = PinnedTool(entry["digest"], entry["definition"], server if isinstance(server, str) else None)
     return out
 
 
@@ -75,9 +84,16 @@ def render_lock(tools: Mapping[str, PinnedTool]) -> bytes:
     """The exact bytes `write_lock` writes (stable across runs, so the file diffs cleanly)."""
     doc = {
         "version": LOCK_VERSION,
-        "tools": {n: {"digest": p.digest, "definition": p.definition} for n, p in sorted(tools.items())},
+        "tools": {n: _entry(p) for n, p in sorted(tools.items())},
     }
     return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _entry(pin: PinnedTool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"digest": pin.digest, "definition": pin.definition}
+    if pin.server is not None:
+        entry["server"] = pin.server
+    return entry
 
 
 def write_lock(path: Path, tools: Mapping[str, PinnedTool]) -> None:
@@ -101,7 +117,7 @@ def write_lock(path: Path, tools: Mapping[str, PinnedTool]) -> None:
         raise LockFileError(f"{path}: cannot write lock file: {exc.strerror}") from exc
 
 
-def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefinition:
+def _definition(exposed: str, raw: dict[str, Any], separator: str, recorded_server: str | None = None) -> ToolDefinition:
     """A `ToolDefinition` from one lock entry; optional fields of the wrong type are dropped.
 
     Raises `LockFileError` when the entry has no object ``inputSchema`` (MCP requires one).
@@ -110,6 +126,8 @@ def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefini
         server, tool = split_exposed_name(exposed, separator)
     except ValueError:
         server, tool = "", exposed
+    if recorded_server is not None:
+        server = recorded_server
     name = raw.get("name")
     schema = raw.get("inputSchema")
     if not isinstance(schema, dict):
@@ -123,6 +141,7 @@ def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefini
         v = raw.get(key)
         return v if isinstance(v, dict) else None
 
+    icons = raw.get("icons")
     return ToolDefinition(
         server=server,
         name=name if isinstance(name, str) else tool,
@@ -131,6 +150,9 @@ def _definition(exposed: str, raw: dict[str, Any], separator: str) -> ToolDefini
         output_schema=opt_dict("outputSchema"),
         annotations=opt_dict("annotations"),
         title=opt_str("title"),
+        execution=opt_dict("execution"),
+        icons=tuple(i for i in icons if isinstance(i, dict)) if isinstance(icons, list) else None,
+        meta=opt_dict("_meta"),
     )
 
 
@@ -142,4 +164,4 @@ def load_pinned_tools(config: Config) -> dict[str, ToolDefinition]:
     pins = read_lock(config.lock_path)
     if pins is None:
         raise LockFileError(f"no lock file at {config.lock_path}; run `checkrein pin --config ...` first")
-    return {name: _definition(name, pin.definition, config.gateway.separator) for name, pin in pins.items()}
+    return {name: _definition(name, pin.definition, config.gateway.separator, pin.server) for name, pin in pins.items()}

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from checkrein.errors import ToolNotFound, ToolQuarantined
 
 from .lock import PinnedTool
-from .model import ToolDefinition, ToolStatus, exposed_name
+from .model import ToolDefinition, ToolStatus
+from .namespace import Names
 
 __all__ = ["MAX_TOOL_NAME", "Catalog", "CatalogEntry", "SkippedTool", "build_catalog"]
 
@@ -103,8 +104,13 @@ def build_catalog(
     *,
     separator: str = "__",
     pins: Mapping[str, PinnedTool] | None = None,
+    names: Names | None = None,
 ) -> Catalog:
     """Merge upstream tool lists into one catalog.
+
+    ``names`` gives each server's prefix (default: its name, joined with ``separator``). A name
+    that two servers would expose (both with ``prefix = ""``, say) is exposed by neither: both
+    are skipped with a reason naming the two servers, since picking one would be silent shadowing.
 
     ``pins`` is the lock file's content, or ``None`` when there is no lock yet (trust on first use:
     every tool is ``ok``). With pins, a tool that is new or whose digest differs is quarantined.
@@ -115,8 +121,10 @@ def build_catalog(
     # every command (through the policy), most of which never build a catalog.
     from mcp.shared.tool_name_validation import TOOL_NAME_REGEX, validate_tool_name
 
+    naming = names if names is not None else Names(separator)
     entries: dict[str, CatalogEntry] = {}
     skipped: list[SkippedTool] = []
+    clashes: dict[str, set[str]] = {}
     for server in sorted(tools_by_server):
         for tool in tools_by_server[server]:
             check = validate_tool_name(tool.name)
@@ -124,17 +132,26 @@ def build_catalog(
                 why = "; ".join(w for w in check.warnings if "SEP" not in w) or "invalid characters"
                 skipped.append(SkippedTool(server, tool.name, f"tool name not allowed by the MCP spec: {why}"))
                 continue
-            name = exposed_name(server, tool.name, separator)
+            name = naming.name(server, tool.name)
             if len(name) > MAX_TOOL_NAME:
                 skipped.append(
                     SkippedTool(server, tool.name, f"exposed name {name[:40]}... is longer than {MAX_TOOL_NAME}")
                 )
                 continue
             if name in entries:
-                skipped.append(SkippedTool(server, tool.name, "the server lists this tool name twice"))
+                first = entries[name].server
+                if first == server:
+                    skipped.append(SkippedTool(server, tool.name, "the server lists this tool name twice"))
+                else:
+                    clashes.setdefault(name, {first}).add(server)
                 continue
             d = tool.digest
             drift = _drift(name, d, pins)
             entries[name] = CatalogEntry(name, tool, d, "quarantined" if drift else "ok", drift)
+    for name, servers in sorted(clashes.items()):
+        entry = entries.pop(name)
+        both = ", ".join(repr(s) for s in sorted(servers))
+        why = f"servers {both} all expose a tool named {name!r}; give one of them a `prefix` in [[servers]]"
+        skipped.extend(SkippedTool(s, entry.tool, why) for s in sorted(servers))
     ok = {n: e.definition for n, e in entries.items() if e.status == "ok"}
     return Catalog(entries, tuple(skipped), separator, tuple(sorted(tools_by_server)), ok)

@@ -23,9 +23,16 @@ class ToolDefinition:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     title: str | None = None
+    execution: dict[str, Any] | None = None
+    """Task support (``{"taskSupport": ...}``), as the upstream declared it."""
+    icons: tuple[dict[str, Any], ...] | None = None
+    meta: dict[str, Any] | None = None
+    """The tool's ``_meta``, without the keys by which an upstream names itself."""
 
     def pinned_fields(self) -> dict[str, Any]:
-        """The fields the pin digest covers (the wire names of the MCP `Tool` object)."""
+        """The fields the pin digest covers: everything a client is shown (the wire names of the
+        MCP `Tool` object). Optional fields are present only when set, so a tool without them
+        has the digest it had before they were known."""
         out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
         if self.title is not None:
             out["title"] = self.title
@@ -35,6 +42,12 @@ class ToolDefinition:
             out["outputSchema"] = self.output_schema
         if self.annotations:
             out["annotations"] = self.annotations
+        if self.execution:
+            out["execution"] = self.execution
+        if self.icons:
+            out["icons"] = list(self.icons)
+        if self.meta:
+            out["_meta"] = self.meta
         return out
 
     @property

@@ -41,7 +41,7 @@ def plan_pin(catalog: Catalog, lock: Mapping[str, PinnedTool] | None) -> PinPlan
     flaky server does not silently lose its reviewed definitions.
     """
     old = dict(lock or {})
-    current = {e.exposed: PinnedTool(e.digest, e.definition.pinned_fields()) for e in catalog}
+    current = {e.exposed: PinnedTool(e.digest, e.definition.pinned_fields(), e.server) for e in catalog}
     added = tuple(sorted(n for n in current if n not in old))
     changed = tuple(sorted(n for n in current if n in old and old[n].digest != current[n].digest))
     listed = set(catalog.servers)
@@ -50,7 +50,7 @@ def plan_pin(catalog: Catalog, lock: Mapping[str, PinnedTool] | None) -> PinPlan
     kept: list[str] = []
     new_lock = dict(current)
     for name in sorted(set(old) - set(current)):
-        if name.partition(sep)[0] in listed:
+        if old[name].server_of(name, sep) in listed:
             removed.append(name)
         else:
             kept.append(name)

@@ -6,11 +6,14 @@ Exit codes: 0 success; 1 failure (pin not confirmed, the gateway stopped on an e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import AsyncIterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -81,6 +84,20 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
+@contextlib.asynccontextmanager
+async def _closing_is_not_interrupted() -> AsyncIterator[None]:
+    """From the moment serving ends until the gate has closed (upstreams stopped, the audit's
+    closing checkpoint written), SIGTERM and SIGINT are ignored: an MCP client closes our stdin
+    and sends SIGTERM two seconds later, and on a busy machine closing can take that long; a
+    default SIGTERM then would leave the audit log without its closing checkpoint."""
+    try:
+        yield
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
     """Servers that failed to start are tried again every ``interval_s`` until they come up."""
     while gate.failures:
@@ -103,7 +120,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 file=config.source,
                 key="gateway.token",
             )
-    async with build_gate(config) as gate, anyio.create_task_group() as tg:
+    async with build_gate(config) as gate, _closing_is_not_interrupted(), anyio.create_task_group() as tg:
         if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
             tg.start_soon(_stop_on_signal, tg.cancel_scope)
         _report_start(gate)

@@ -52,6 +52,23 @@ class ServerConfig(_Strict):
     identities: tuple[str, ...] = ()
     """For `security_level = "high"`: the identities (or roles) that may call this server."""
     enabled: bool = True
+    prefix: str | None = None
+    """What the server's tool and prompt names (`<prefix><separator><name>`) and resource URIs
+    (`checkrein://<prefix>/...`) are exposed under. Default: the server's `name`. `""` exposes the
+    upstream's own names and URIs unchanged (a client with fixed names can then use checkrein)."""
+
+    @property
+    def exposed_prefix(self) -> str:
+        return self.name if self.prefix is None else self.prefix
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix_shape(cls, v: str | None) -> str | None:
+        if v and not _SERVER_NAME.fullmatch(v):
+            raise ValueError(
+                'a prefix uses 1-64 characters A-Z a-z 0-9 _ . - and starts with a letter or digit (or is "")'
+            )
+        return v
 
     @field_validator("transport", mode="before")
     @classmethod

@@ -42,14 +42,22 @@ class Config(BaseModel):
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
         seen: set[str] = set()
+        prefixes: dict[str, str] = {}
         for s in self.servers:
             if s.name in seen:
                 raise ValueError(f"duplicate server name {s.name!r}")
             seen.add(s.name)
-            if self.gateway.separator in s.name:
+            prefix = s.exposed_prefix
+            if self.gateway.separator in prefix:
+                what = "server name" if s.prefix is None else "prefix"
+                raise ValueError(f"{what} {prefix!r} of server {s.name!r} contains the separator {self.gateway.separator!r}")
+            if prefix and prefix in prefixes:
                 raise ValueError(
-                    f"server name {s.name!r} contains the separator {self.gateway.separator!r}"
+                    f"servers {prefixes[prefix]!r} and {s.name!r} both expose their tools under the prefix "
+                    f"{prefix!r}; give one of them another `prefix`"
                 )
+            if prefix:
+                prefixes[prefix] = s.name
         names = [i.name for i in self.identities]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

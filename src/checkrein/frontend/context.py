@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from mcp.server.context import ServerRequestContext
 
-from checkrein.policy import Identity, ToolCall
+from checkrein.policy import Identity, RequestKind, ToolCall
 
 __all__ = ["IDENTITY_SCOPE_KEY", "TASK_META_KEY", "CallFactory", "local_identity", "parse_traceparent"]
 
@@ -81,24 +81,29 @@ class CallFactory:
             return Identity(base.user, base.roles, base.source, client, base.authenticated)
         return base
 
-    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        return self._session(ctx)[0]
+    def session_id(self, ctx: ServerRequestContext[Any, Any], identity: Identity | None = None) -> str:
+        """The protocol session (stdio: this process; HTTP: ``mcp-session-id``). A request without
+        one (the 2026-07-28 era, stateless clients) belongs to its identity's session, so
+        per-session state (caps, taint, flow) follows the caller instead of lasting one request."""
+        return self._session(ctx, identity)[0]
 
-    def _session(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool]:
-        """(session id, whether the client gave it)."""
+    def _session(self, ctx: ServerRequestContext[Any, Any], identity: Identity | None = None) -> tuple[str, bool]:
+        """(session id, whether the client gave it). Flow state of a request without one is keyed
+        by identity and trace (`checkrein.gate.flow.flow_key`)."""
         if self.transport == "stdio":
             return self.stdio_session, True
         headers = _headers(ctx)
         sid = headers.get("mcp-session-id") if headers is not None else None
-        # The 2026-07-28 era has no protocol session: each request stands alone (flow state is
-        # then keyed by identity and trace, see `checkrein.gate.flow.flow_key`).
-        return (sid, True) if sid else (f"http-{uuid.uuid4()}", False)
+        if sid:
+            return sid, True
+        who = identity if identity is not None else self.identity(ctx)
+        return f"identity:{who.source}:{who.user}", False
 
     def make(
         self,
         ctx: ServerRequestContext[Any, Any],
         *,
-        kind: Literal["tool", "resource", "prompt"],
+        kind: RequestKind,
         name: str,
         arguments: dict[str, Any],
     ) -> ToolCall:
@@ -114,9 +119,10 @@ class CallFactory:
             headers = _headers(ctx)
             trace = parse_traceparent(headers.get("traceparent") if headers is not None else None)
         trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
-        session_id, given = self._session(ctx)
+        identity = self.identity(ctx)
+        session_id, given = self._session(ctx, identity)
         return ToolCall(
-            identity=self.identity(ctx),
+            identity=identity,
             session_id=session_id,
             trace_id=trace_id,
             span_id=secrets.token_hex(8),

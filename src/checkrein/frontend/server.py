@@ -29,8 +29,9 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 
 from checkrein import __version__
+from checkrein.gate.chain import CallRefused
 from checkrein.gate.pipeline import Gate
-from checkrein.gate.steps import CallRefused
+from checkrein.policy import ToolCall
 
 from .context import CallFactory
 
@@ -53,14 +54,16 @@ class GatewayServer:
         self.server: Server[Any] = Server(
             gate.config.gateway.name,
             version=__version__,
-            instructions="Tools of several MCP servers behind checkrein; each tool name is <server>"
-            f"{gate.separator}<tool>. Every call is checked against policy and audited.",
+            instructions="Tools of several MCP servers behind checkrein. Every call is checked against "
+            "policy and audited; a refused call says why.",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
+            on_list_resource_templates=self._list_resource_templates,
+            on_completion=self._complete,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
         # No tracing middleware on the hot path; checkrein carries its own trace ids into the audit.
@@ -89,12 +92,25 @@ class GatewayServer:
         for conn in list(self._connections):
             await conn.send_tool_list_changed()
 
+    async def _list(self, ctx: ServerRequestContext[Any, Any], method: str) -> Any:
+        """A listing, as a request through the gate (audited, judged by the policy)."""
+        call = self.calls.make(ctx, kind="list", name=method, arguments={})
+        return await self._request(call)
+
+    async def _request(self, call: ToolCall) -> Any:
+        try:
+            return await self.gate.request(call)
+        except CallRefused as exc:
+            code = exc.rpc_code if exc.rpc_code is not None else REFUSED_ERROR_CODE
+            raise MCPError(code, exc.message, {"code": exc.code}) from None
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
         await self.gate.reload_lock_if_changed()
-        return types.ListToolsResult(tools=self.gate.tools_for(self.calls.identity(ctx)))
+        result: types.ListToolsResult = await self._list(ctx, "tools/list")
+        return result
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -114,31 +130,45 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         self._remember(ctx)
-        return types.ListResourcesResult(resources=await self.gate.resources_for(self.calls.identity(ctx)))
+        result: types.ListResourcesResult = await self._list(ctx, "resources/list")
+        return result
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        self._remember(ctx)
+        result: types.ListResourceTemplatesResult = await self._list(ctx, "resources/templates/list")
+        return result
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         call = self.calls.make(ctx, kind="resource", name=str(params.uri), arguments={"uri": str(params.uri)})
-        try:
-            result = await self.gate.read_resource(call)
-        except CallRefused as exc:
-            raise MCPError(REFUSED_ERROR_CODE, exc.message, {"code": exc.code}) from None
-        # The client asked for the exposed URI; answer in its terms, not the upstream's.
-        contents = [c.model_copy(update={"uri": str(params.uri)}) for c in result.contents]
-        return result.model_copy(update={"contents": contents})
+        result: types.ReadResourceResult = await self._request(call)
+        return result
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         self._remember(ctx)
-        return types.ListPromptsResult(prompts=await self.gate.prompts_for(self.calls.identity(ctx)))
+        result: types.ListPromptsResult = await self._list(ctx, "prompts/list")
+        return result
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         call = self.calls.make(ctx, kind="prompt", name=params.name, arguments=dict(params.arguments or {}))
-        try:
-            return await self.gate.get_prompt(call)
-        except CallRefused as exc:
-            raise MCPError(REFUSED_ERROR_CODE, exc.message, {"code": exc.code}) from None
+        result: types.GetPromptResult = await self._request(call)
+        return result
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        ref = params.ref.model_dump(by_alias=True, exclude_none=True, mode="json")
+        arguments: dict[str, Any] = {"ref": ref, "argument": params.argument.model_dump(mode="json")}
+        if params.context is not None:
+            arguments["context"] = params.context.model_dump(by_alias=True, exclude_none=True, mode="json")
+        name = str(ref.get("name") or ref.get("uri") or "")
+        call = self.calls.make(ctx, kind="completion", name=name, arguments=arguments)
+        result: types.CompleteResult = await self._request(call)
+        return result

@@ -14,9 +14,11 @@ Modes:
 - ``deny``     refuses everything that asks.
 
 `BoundApprover` wraps any of them: it checks that the request's ``args_digest`` is the digest of the
-call's arguments, answers from a cache of grants keyed by (identity, exposed name, args digest,
-policy digest) until their expiry (``ttl_s``), so a grant can never be replayed for other
-arguments, by another identity, or after the policy changed, and turns a timeout or any approver error into `ApprovalError` (``approval.failed``).
+call's arguments, answers from the gate's one grant cache (`checkrein.gate.grants`, keyed by
+identity, session, exposed name, args digest and policy digest) until a grant's expiry
+(``ttl_s``), so a grant can never be replayed for other arguments, by another identity, in another
+session, or after the policy changed, and turns a timeout or any approver error into `ApprovalError`
+(``approval.failed``).
 An explicit "no" is a normal `ApprovalResult(granted=False)`.
 """
 
@@ -26,10 +28,8 @@ import json
 import os
 import re
 import select
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -41,7 +41,8 @@ from checkrein.canonical import canonical_json, digest
 from checkrein.config import ApprovalSettings, expand_env
 from checkrein.errors import ApprovalError, ConfigError
 
-from .seams import ApprovalRequest, ApprovalResult, Approver
+from .grants import GrantKey, InProcessGrants
+from .seams import ApprovalRequest, ApprovalResult, Approver, GrantStore
 
 __all__ = [
     "AutoApprover",
@@ -286,17 +287,13 @@ class ElicitApprover:
         return ApprovalResult(False, self.name, f"the client answered {answer}")
 
 
-@dataclass(frozen=True, slots=True)
-class _Grant:
-    result: ApprovalResult
-    expires_at: float
-
-
 class BoundApprover:
-    """Binds grants to (identity, exposed name, args digest, policy digest) with an expiry; fails closed.
+    """Binds grants to a `GrantKey` (identity, session, exposed name, args digest, policy digest)
+    with an expiry; fails closed.
 
     ``clock`` is wall time (``time.time``) so ``expires_at`` means the same to every reader; tests
-    pass a fake. At most ``max_grants`` grants are kept (oldest dropped first).
+    pass a fake. ``grants`` is where grants live (default: `InProcessGrants` holding at most
+    ``max_grants``, oldest dropped first).
     """
 
     def __init__(
@@ -307,14 +304,13 @@ class BoundApprover:
         timeout_s: float,
         clock: Clock,
         max_grants: int = 10_000,
+        grants: GrantStore | None = None,
     ) -> None:
         self.inner = inner
         self.ttl_s = ttl_s
         self.timeout_s = timeout_s
         self.clock = clock
-        self.max_grants = max_grants
-        self._grants: dict[tuple[str, str, str, str], _Grant] = {}
-        self._lock = threading.Lock()
+        self._grants: GrantStore = grants if grants is not None else InProcessGrants(max_grants)
         self.failures = 0
         """Count of approver errors and timeouts (each denied the call)."""
 
@@ -328,16 +324,10 @@ class BoundApprover:
         if digest(call.arguments) != request.args_digest:
             self.failures += 1
             raise ApprovalError("the approval request's args_digest does not match the call's arguments")
-        key = (call.identity.user, call.exposed_name, request.args_digest, request.policy_digest)
-        now = self.clock()
-        with self._lock:
-            grant = self._grants.get(key)
-            if grant is not None and grant.expires_at <= now:
-                del self._grants[key]
-                grant = None
+        key = GrantKey.of(call, request.args_digest, request.policy_digest)
+        grant = await self._grants.get(key, self.clock())
         if grant is not None:
-            r = grant.result
-            return ApprovalResult(True, r.approver, f"{r.reason} (reused grant)".strip(), grant.expires_at)
+            return ApprovalResult(True, grant.approver, f"{grant.reason} (reused grant)".strip(), grant.expires_at)
         try:
             with anyio.fail_after(self.timeout_s):
                 result = await self.inner.approve(request)
@@ -352,12 +342,9 @@ class BoundApprover:
             raise ApprovalError(f"the {self.name} approver failed ({type(exc).__name__}: {exc})") from exc
         if not result.granted:
             return result
-        expires_at = self.clock() + self.ttl_s
-        with self._lock:
-            if len(self._grants) >= self.max_grants:
-                self._grants.pop(next(iter(self._grants)))
-            self._grants[key] = _Grant(result, expires_at)
-        return ApprovalResult(True, result.approver, result.reason, expires_at)
+        granted = ApprovalResult(True, result.approver, result.reason, self.clock() + self.ttl_s)
+        await self._grants.put(key, granted)
+        return granted
 
 
 def build_approver(
@@ -366,6 +353,7 @@ def build_approver(
     clock: Clock,
     elicitor: Elicitor | None = None,
     tty_path: str = "/dev/tty",
+    grants: GrantStore | None = None,
 ) -> BoundApprover:
     """The approver ``[approval]`` asks for, wrapped in `BoundApprover`.
 
@@ -385,4 +373,4 @@ def build_approver(
         inner = WebhookApprover(settings.webhook_url, headers, settings.timeout_s)
     else:
         inner = ElicitApprover(elicitor)
-    return BoundApprover(inner, ttl_s=settings.ttl_s, timeout_s=settings.timeout_s, clock=clock)
+    return BoundApprover(inner, ttl_s=settings.ttl_s, timeout_s=settings.timeout_s, clock=clock, grants=grants)

@@ -28,7 +28,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Literal, Protocol
+
+import mcp.types as types
 
 from checkrein.config.policy import FlowSettings
 from checkrein.policy import Decision, ToolCall
@@ -45,8 +47,9 @@ from checkrein.policy.flow import (
 )
 from checkrein.policy.flow.values import leaves
 
+from .chain import CallContext, CallNext, CallOutcome, deny
+from .counters import Counters
 from .result_view import view_of
-from .steps import CallContext, CallNext, CallOutcome, Counters, deny
 
 __all__ = ["FlowKey", "FlowStep", "FlowStore", "InMemoryFlowStore", "flow_key", "result_seen"]
 
@@ -135,12 +138,14 @@ class InMemoryFlowStore:
 def result_seen(out: CallOutcome) -> ResultSeen | None:
     """What the model got from a forwarded call, or None when nothing came back."""
     flagged = any(f in ("injection", "untrusted") for f in out.flags)
-    if out.result is not None:
+    if isinstance(out.result, types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
         view = view_of(out.result)
         texts = list(view.texts)
         if view.structured is not None:
             texts += [text for _, text in leaves(view.structured, "")]
         return ResultSeen(tuple(texts), flagged=flagged)
+    if out.result is not None:
+        return ResultSeen(())
     if out.rule_id is not None and out.rule_id.startswith("inspect:"):
         return ResultSeen((), flagged=True, withheld=True)
     return None
@@ -167,19 +172,18 @@ def _ask(decision: Decision | None, verdict: FlowVerdict) -> Decision:
 class FlowStep:
     """The session flow rules on the call path (see the module docstring).
 
-    Narrow dependencies: the current compiled policy, the store, the counters and a wall clock.
+    Narrow dependencies: the store, the counters and a wall clock; the policy comes with the
+    request's state snapshot (``ctx.state.policy``). Listings, completions and subscriptions pass.
     """
 
-    policy: Callable[[], CompiledPolicy]
     store: FlowStore
     counters: Counters
     clock: Callable[[], float] = time.time
     _plan: FlowPlan | None = field(default=None, repr=False)
     _compiled_from: CompiledPolicy | None = field(default=None, repr=False)
 
-    def plan(self) -> FlowPlan:
-        """The flow plan of the policy in force (recompiled when the policy object changes)."""
-        policy = self.policy()
+    def plan(self, policy: CompiledPolicy) -> FlowPlan:
+        """The flow plan of ``policy`` (recompiled when the policy object changes)."""
         plan = self._plan
         if plan is None or self._compiled_from is not policy:
             plan = compile_flow(policy)
@@ -189,9 +193,12 @@ class FlowStep:
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
         call, counters = ctx.call, self.counters
+        if call.kind not in ("tool", "resource", "prompt"):
+            return await call_next(ctx)
+        kind: Literal["tool", "resource", "prompt"] = call.kind
         try:
-            plan = self.plan()
-            flow = plan.for_call(call.exposed_name, call.kind)
+            plan = self.plan(ctx.state.policy)
+            flow = plan.for_call(call.exposed_name, kind)
             key, now = flow_key(call), self.clock()
             task, limits = call.task, plan.limits
             if task:

@@ -1,62 +1,59 @@
-"""`Gate`: the one object the frontend talks to. It owns the upstreams, the pinned catalog, the
-compiled policy, per-session state and the counters, and runs each call through the steps of
-`checkrein.gate.steps` (audit, catalog, writable, policy, approval, budget, inspect, forward).
+"""`Gate`: the one object the frontends talk to.
+
+It owns the upstreams, the counters and the per-session table, and keeps the current `GateState`
+(catalog, compiled policy, naming, upstream handles): an immutable snapshot, replaced whole when a
+tool list, the lock or the policy changes. Every request, of every kind, runs through the same chain
+of steps (`checkrein.gate.steps`, ending in `checkrein.gate.forward`) with the snapshot current when
+it arrived.
 
 Lifecycle: ``async with gate:`` (enters the upstream pool if it is a context manager, starts every
-upstream concurrently, builds the catalog, writes the lock on first use), then any number of
-concurrent ``call_tool`` / ``read_resource`` / ``get_prompt``; leaving the block closes upstreams
-and the audit trail. Upstreams that need no entering may use ``start()`` / ``aclose()`` directly.
+upstream concurrently, builds the catalog, pins by trust on first use), then any number of
+concurrent requests; leaving the block closes upstreams and the audit trail. Upstreams that need no
+entering may use ``start()`` / ``aclose()`` directly.
+
+Steps: ``Gate(..., steps=...)`` takes the list of steps to run, or a function that receives the
+default list (`default_steps`) and returns the one to use, so a test or an operator can insert one::
+
+    Gate(config, upstreams, audit, steps=lambda s: [*s[:3], MyStep(), *s[3:]])
 """
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Protocol
 
-import anyio
 import mcp.types as types
 
 from checkrein.audit.record import AuditTrail, LifecycleRecord
-from checkrein.catalog import (
-    Catalog,
-    PinnedTool,
-    build_catalog,
-    exposed_resource_uri,
-    read_lock,
-    resource_policy_name,
-    write_lock,
-)
+from checkrein.catalog import Catalog, Names, PinnedTool, build_catalog, read_lock, write_lock
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
-from checkrein.policy import (
-    CompiledPolicy,
-    Identity,
-    ResultInspector,
-    SessionState,
-    ToolCall,
-    compile_policy,
-    decide,
-    may_see,
-)
-from checkrein.upstream.base import Upstream, UpstreamInfo
+from checkrein.policy import CompiledPolicy, Identity, ResultInspector, ToolCall, compile_policy
 
-from .flow import FlowStore, InMemoryFlowStore
+from .approval import BoundApprover
+from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, build_chain
+from .counters import Counters
+from .flow import FlowStep, FlowStore, InMemoryFlowStore
+from .forward import ForwardStep
+from .listing import Listings
 from .seams import Approver, Budget
 from .session import SessionTable
-from .steps import CallContext, CallNext, CallOutcome, CallRefused, Counters, build_chain, default_steps
+from .state import GateState
+from .steps import ApprovalStep, AuditStep, BudgetStep, CatalogStep, InspectStep, PolicyStep, WritableStep
 
-__all__ = ["CatalogListener", "Counters", "Gate", "SessionRegistry"]
+__all__ = ["CatalogListener", "Counters", "Gate", "SessionRegistry", "StepsArg", "default_steps"]
 
 log = logging.getLogger("checkrein.gate")
 
 CatalogListener = Callable[[], Awaitable[None]]
 """Called after the catalog changed (a refresh), so the frontend can send list_changed."""
+StepsArg = Sequence[Step] | Callable[[list[Step]], Sequence[Step]] | None
 
 
 class SessionRegistry(Protocol):
@@ -68,53 +65,140 @@ class SessionRegistry(Protocol):
     def unregister(self, session_id: str) -> None: ...
 
 
+def default_steps(
+    *,
+    audit: AuditTrail,
+    counters: Counters,
+    sessions: SessionTable,
+    approver: Approver | None,
+    budget: Budget | None,
+    inspector: ResultInspector | None,
+    reload_lock: Callable[[], Awaitable[GateState | None]],
+    unavailable: Callable[[str, str], str | None],
+    discards: bool = False,
+    current: Callable[[], GateState] | None = None,
+    flows: FlowStore | None = None,
+) -> list[Step]:
+    """The DESIGN.md order, outermost first (the forward step is the terminal, not in the list)."""
+    return [
+        AuditStep(audit, counters, discards),
+        CatalogStep(counters, reload_lock, unavailable, current),
+        WritableStep(audit, counters),
+        PolicyStep(counters, sessions),
+        BudgetStep(budget, counters),
+        FlowStep(flows if flows is not None else InMemoryFlowStore(), counters),
+        ApprovalStep(approver, counters),
+        InspectStep(inspector, counters, sessions),
+    ]
+
+
 class Gate:
     """The pipeline in front of the upstreams. See the module docstring for the lifecycle."""
 
     def __init__(
         self,
         config: Config,
-        upstreams: Sequence[Upstream] | Mapping[str, Upstream],
+        upstreams: Sequence[Any] | Mapping[str, Any],
         audit: AuditTrail,
         *,
         approver: Approver | None = None,
         budget: Budget | None = None,
         inspector: ResultInspector | None = None,
+        steps: StepsArg = None,
         flows: FlowStore | None = None,
     ) -> None:
-        self.config = config
         self._upstream_source = upstreams
-        self.upstreams: dict[str, Upstream] = (
+        self.upstreams: dict[str, Any] = (
             dict(upstreams) if isinstance(upstreams, Mapping) else {u.name: u for u in upstreams}
         )
         self._stack: AsyncExitStack | None = None
         self._closed = False
         self.audit = audit
         self.audit_discards = bool(getattr(audit, "discards_records", False))
-        """True for a trail that keeps nothing (no `[audit] dir`): the audit step skips the record."""
+        """True for a trail that keeps nothing (auditing off): the audit step skips the record."""
         self.counters = Counters()
         self.sessions = SessionTable()
-        self.separator = config.gateway.separator
+        self.budget = budget
         self.failures: dict[str, str] = {}
         """Server name -> why it failed to start (stderr tail). Those servers are not served."""
-        self.catalog: Catalog = build_catalog({}, separator=self.separator, pins={})
-        self.policy: CompiledPolicy = compile_policy(config, {})
         self.elicitor: SessionRegistry | None = None
         """Set by `build_gate` when the approver can ask the client (elicitation)."""
         self.trust_on_first_use = True
-        """Whether entering the gate writes the lock when there is none (`tools`/`pin` turn it off)."""
+        """Whether entering the gate pins by trust on first use (`tools`/`pin` turn it off)."""
         self.lock_written = False
-        """True when `start` wrote the lock (trust on first use)."""
+        """True when the gate wrote the lock (trust on first use)."""
         self._pins: dict[str, PinnedTool] | None = None
         self._lock_mtime: int | None = None
-        self._tools: list[types.Tool] = []
         self._listeners: list[CatalogListener] = []
-        self._timeouts = {s.name: s.timeout_s for s in config.servers}
-        self._read_only_rules = {k: r.read_only for k, r in config.policy.tools.items() if r.read_only is not None}
+        self._schema_cache: dict[str, Any] = {}
+        names = Names.of(((s.name, s.exposed_prefix) for s in config.servers), config.gateway.separator)
+        empty = build_catalog({}, separator=names.separator, pins={}, names=names)
+        self._state = self._make_state(config, empty, names)
+        self.listings = Listings(self.counters, self.ready_servers)
+        if approver is not None and not isinstance(approver, BoundApprover):
+            # Every approver answers through the one grant cache (identity, session, arguments, policy).
+            approver = BoundApprover(
+                approver, ttl_s=config.approval.ttl_s, timeout_s=config.approval.timeout_s, clock=time.time
+            )
+        self.approver = approver
         self.flows: FlowStore = flows if flows is not None else InMemoryFlowStore(config.policy.flow)
         """Session flow states (`checkrein.gate.flow`)."""
-        steps, terminal = default_steps(self, approver=approver, budget=budget, inspector=inspector)
-        self._run: CallNext = build_chain(steps, terminal)
+        defaults = default_steps(
+            audit=audit,
+            counters=self.counters,
+            sessions=self.sessions,
+            approver=approver,
+            budget=budget,
+            inspector=inspector,
+            reload_lock=self._reload_lock_state,
+            unavailable=self._unavailable,
+            discards=self.audit_discards,
+            current=lambda: self._state,
+            flows=self.flows,
+        )
+        chosen = steps(defaults) if callable(steps) else (defaults if steps is None else list(steps))
+        self.steps: tuple[Step, ...] = tuple(chosen)
+        self._run: CallNext = build_chain(self.steps, ForwardStep(self.counters, self.sessions, self.listings))
+
+    # -- the snapshot ------------------------------------------------------------------------
+
+    @property
+    def state(self) -> GateState:
+        return self._state
+
+    @property
+    def config(self) -> Config:
+        return self._state.config
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._state.catalog
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        return self._state.policy
+
+    @property
+    def names(self) -> Names:
+        return self._state.names
+
+    @property
+    def separator(self) -> str:
+        return self._state.names.separator
+
+    def _make_state(self, config: Config, catalog: Catalog, names: Names | None = None) -> GateState:
+        names = names if names is not None else self._state.names
+        policy = compile_policy(config, catalog.ok_tools, schema_cache=self._schema_cache)
+        tools = tuple(_mcp_tool(e.exposed, e.definition) for e in catalog if e.status == "ok")
+        return GateState(
+            config=config,
+            catalog=catalog,
+            policy=policy,
+            names=names,
+            upstreams=MappingProxyType(self.upstreams),
+            tools=tools,
+            timeouts=MappingProxyType({s.name: s.timeout_s for s in config.servers}),
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -137,10 +221,12 @@ class Gate:
 
     async def start(self, *, trust_on_first_use: bool = True) -> None:
         """Start every upstream concurrently (a failure is recorded, the rest are served), then
-        build the catalog. Without a lock file and with ``trust_on_first_use``, write one.
+        build the catalog; pin by trust on first use when allowed (see `rebuild`).
 
         Raises ``LockFileError`` when the lock exists but is invalid.
         """
+        import anyio
+
         async with anyio.create_task_group() as tg:
             for up in self.upstreams.values():
                 tg.start_soon(self._start_one, up)
@@ -156,7 +242,7 @@ class Gate:
             },
         )
 
-    async def _start_one(self, up: Upstream) -> None:
+    async def _start_one(self, up: Any) -> None:
         try:
             await up.start()
         except Exception as exc:  # one server failing to start must not stop the others
@@ -166,8 +252,8 @@ class Gate:
 
     async def retry_failed_starts(self) -> list[str]:
         """Try once more to start every server that failed to start; rebuild the catalog for each
-        that comes up (its tools not yet in the lock arrive quarantined, as any new tool does).
-        Returns the names that came up. Never raises."""
+        that comes up (a server the lock has never pinned is pinned by trust on first use, like
+        at the very first start). Returns the names that came up. Never raises."""
         up_now: list[str] = []
         for name in sorted(self.failures):
             up = self.upstreams.get(name)
@@ -207,32 +293,52 @@ class Gate:
                 log.exception("closing the audit trail failed")
 
     async def rebuild(self, *, trust_on_first_use: bool = False) -> Catalog:
-        """Re-read every ready upstream's (cached) tool list and the lock; rebuild catalog and policy."""
+        """Re-read every ready upstream's (cached) tool list and the lock; build a new state.
+
+        Trust on first use, per server: without a lock (and with ``trust_on_first_use``) every
+        tool is pinned and the lock written; with a lock, a ready server none of whose tools the
+        lock holds (it was down at the first pin, or was added since) has its tools pinned the
+        same way the first time it is seen, so it is served instead of quarantined. Every other
+        tool that is new or changed is quarantined until `checkrein pin`.
+        """
         tools: dict[str, list[ToolDefinition]] = {}
         for name in sorted(self.ready_servers()):
             try:
                 tools[name] = list(await self.upstreams[name].tools())
             except Exception as exc:  # a server whose list fails is left out, not fatal
                 log.warning("listing tools of %r failed: %s", name, exc, exc_info=True)
+        names = self._state.names
         lock_path = self.config.lock_path
         self._lock_mtime = _mtime(lock_path)
-        pins = read_lock(lock_path)
-        if pins is None and trust_on_first_use:
-            catalog = build_catalog(tools, separator=self.separator, pins=None)
-            pins = {e.exposed: PinnedTool(e.digest, e.definition.pinned_fields()) for e in catalog}
-            write_lock(lock_path, pins)
+        pins = pins_before = read_lock(lock_path)
+        first_seen: list[str] = []
+        if trust_on_first_use or self.trust_on_first_use:
+            if pins is None and trust_on_first_use:
+                first_seen = sorted(tools)
+            elif pins is not None:
+                known = {p.server_of(n, names.separator) for n, p in pins.items()}
+                first_seen = [s for s in sorted(tools) if s not in known and tools[s]]
+        if first_seen or (pins is None and trust_on_first_use):
+            fresh = build_catalog({s: tools[s] for s in first_seen}, separator=names.separator, pins=None, names=names)
+            new_pins = dict(pins or {})
+            new_pins.update({e.exposed: PinnedTool(e.digest, e.definition.pinned_fields(), e.server) for e in fresh})
+            write_lock(lock_path, new_pins)
+            pins = new_pins
             self._lock_mtime = _mtime(lock_path)
             self.lock_written = True
-            log.info("wrote %s with %d tool(s) (trust on first use)", lock_path, len(pins))
+            log.info("pinned %d tool(s) of %s in %s (trust on first use)", len(fresh), ", ".join(first_seen), lock_path)
+            if pins_before is not None:  # at the very first start, `gateway.start` says `lock_written`
+                await self.record_lifecycle(
+                    "pin.first_use",
+                    {"lock": str(lock_path), "servers": first_seen, "tools": sorted(e.exposed for e in fresh)},
+                )
         if pins is None:
             # The lock vanished after start: keep judging drift against what was pinned then.
             # (No lock and no pins yet, without trust on first use: report everything as ok.)
             pins = self._pins
         self._pins = pins
-        catalog = build_catalog(tools, separator=self.separator, pins=pins)
-        policy = compile_policy(self.config, catalog.ok_tools)
-        self.catalog, self.policy = catalog, policy
-        self._tools = [_mcp_tool(e.exposed, e.definition) for e in catalog if e.status == "ok"]
+        catalog = build_catalog(tools, separator=names.separator, pins=pins, names=names)
+        self._state = self._make_state(self.config, catalog)
         for skipped in catalog.skipped:
             log.warning("not exposing %s tool %r: %s", skipped.server, skipped.tool, skipped.reason)
         for q in catalog.quarantined:
@@ -256,16 +362,19 @@ class Gate:
         )
         after = {e.exposed: e.digest for e in catalog if e.status == "ok"}
         if after != before:
-            for listener in list(self._listeners):
-                try:
-                    await listener()
-                except Exception:  # a client that went away must not break the refresh
-                    log.exception("catalog listener failed")
+            await self._tell_listeners()
+
+    async def _tell_listeners(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                await listener()
+            except Exception:  # a client that went away must not break the refresh
+                log.exception("catalog listener failed")
 
     async def apply_config(self, config: Config) -> None:
         """Put a re-read config in force without a restart: `[policy]` (rules, risks, read-only
         retries, result settings seen by the policy), approval timeout, audit failure mode. Calls in
-        flight finish under the old policy.
+        flight finish under the old policy (they hold the old `GateState`).
 
         Raises ``ConfigError`` for changes that need a restart (servers, separator, lock file,
         approval, budgets, audit location, identities) and whatever ``compile_policy`` raises; the
@@ -288,16 +397,10 @@ class Gate:
         ]
         if restart:
             raise ConfigError(f"{', '.join(restart)} changed: restart checkrein to apply", file=config.source)
-        policy = compile_policy(config, self.catalog.ok_tools)
         old_digest = self.policy.digest
-        self.config, self.policy = config, policy
-        self._read_only_rules = {k: r.read_only for k, r in config.policy.tools.items() if r.read_only is not None}
-        await self.record_lifecycle("policy.reload", {"old_digest": old_digest, "new_digest": policy.digest})
-        for listener in list(self._listeners):
-            try:
-                await listener()
-            except Exception:  # a client that went away must not break the reload
-                log.exception("catalog listener failed")
+        self._state = self._make_state(config, self.catalog)
+        await self.record_lifecycle("policy.reload", {"old_digest": old_digest, "new_digest": self.policy.digest})
+        await self._tell_listeners()
 
     async def reload_lock_if_changed(self) -> bool:
         """Rebuild when `checkrein pin` (or anyone) rewrote the lock since the last build.
@@ -309,6 +412,9 @@ class Gate:
             return False
         await self.refresh("checkrein.lock")
         return True
+
+    async def _reload_lock_state(self) -> GateState | None:
+        return self._state if await self.reload_lock_if_changed() else None
 
     def add_catalog_listener(self, listener: CatalogListener) -> Callable[[], None]:
         """Register ``listener``; returns a function that removes it."""
@@ -328,11 +434,11 @@ class Gate:
             self.counters.audit_errors += 1
             log.exception("audit could not record %s", event)
 
-    # -- the call path -----------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------
 
     async def run(self, call: ToolCall) -> CallOutcome:
-        """Run ``call`` through every step. Never raises (except cancellation)."""
-        return await self._run(CallContext(call, time.perf_counter()))
+        """Run ``call`` (any kind) through every step. Never raises (except cancellation)."""
+        return await self._run(CallContext(call, time.perf_counter(), self._state))
 
     async def call_tool(self, call: ToolCall) -> types.CallToolResult:
         """A tools/call. Refusals and errors come back as ``isError`` results with the reason."""
@@ -341,97 +447,59 @@ class Gate:
             return out.result
         return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
 
+    async def request(self, call: ToolCall) -> Any:
+        """Any request other than tools/call: its result. Raises ``CallRefused`` (``rpc_code`` set
+        when the upstream's own JSON-RPC error is what refused it)."""
+        out = await self.run(call)
+        if out.result is not None:
+            return out.result
+        raise CallRefused(out.message, code=out.error_code or "gate.error", rpc_code=out.rpc_code)
+
     async def read_resource(self, call: ToolCall) -> types.ReadResourceResult:
         """A resources/read of an exposed URI (``call.exposed_name``). Raises ``CallRefused``."""
-        out = await self.run(call)
-        if isinstance(out.result, types.ReadResourceResult):
-            return out.result
-        raise CallRefused(out.message, code=out.error_code or "gate.error")
+        result = await self.request(call)
+        assert isinstance(result, types.ReadResourceResult)
+        return result
 
     async def get_prompt(self, call: ToolCall) -> types.GetPromptResult:
         """A prompts/get of an exposed prompt name. Raises ``CallRefused``."""
-        out = await self.run(call)
-        if isinstance(out.result, types.GetPromptResult):
-            return out.result
-        raise CallRefused(out.message, code=out.error_code or "gate.error")
+        result = await self.request(call)
+        assert isinstance(result, types.GetPromptResult)
+        return result
 
-    # -- listings (not on the call path) -----------------------------------------------------
-
-    def _visible(self, identity: Identity, name: str, kind: Literal["tool", "resource", "prompt"] = "tool") -> bool:
-        try:
-            if kind == "tool":
-                return may_see(self.policy, identity, name)
-            # `may_see` knows tools only; a resource or prompt is visible when a bare read would pass.
-            probe = ToolCall(identity, "", "", "", name, {}, kind=kind)
-            return decide(self.policy, probe, SessionState(""), 0.0).effect != "deny"
-        except Exception:  # fail closed: a tool whose visibility cannot be decided is hidden
-            self.counters.policy_errors += 1
-            log.exception("may_see raised on %s", name)
-            return False
+    # -- listings without a request (CLI, tests) ---------------------------------------------
 
     def tools_for(self, identity: Identity) -> list[types.Tool]:
         """The tools ``identity`` may see: not quarantined, and not denied by the policy."""
-        return [t for t in self._tools if self._visible(identity, t.name)]
+        state = self._state
+        return [t for t in state.tools if self.listings._sees(state, identity, t.name)]
 
     async def resources_for(self, identity: Identity) -> list[types.Resource]:
-        out: list[types.Resource] = []
-        for name in sorted(self.ready_servers()):
-            try:
-                listed = await self.upstreams[name].list_resources()
-            except Exception as exc:  # one server's failure hides its resources, not everyone's
-                log.warning("listing resources of %r failed: %s", name, exc, exc_info=True)
-                continue
-            for r in listed:
-                if self._visible(identity, resource_policy_name(name, r.uri, self.separator), "resource"):
-                    out.append(r.model_copy(update={"uri": exposed_resource_uri(name, r.uri)}))
-        return out
+        return await self.listings.resources(self._state, identity)
 
     async def prompts_for(self, identity: Identity) -> list[types.Prompt]:
-        out: list[types.Prompt] = []
-        for name in sorted(self.ready_servers()):
-            try:
-                listed = await self.upstreams[name].list_prompts()
-            except Exception as exc:  # one server's failure hides its prompts, not everyone's
-                log.warning("listing prompts of %r failed: %s", name, exc, exc_info=True)
-                continue
-            for p in listed:
-                exposed = f"{name}{self.separator}{p.name}"
-                if self._visible(identity, exposed, "prompt"):
-                    out.append(p.model_copy(update={"name": exposed}))
-        return out
+        return await self.listings.prompts(self._state, identity)
 
     # -- facts the steps ask for -------------------------------------------------------------
 
     def ready_servers(self) -> set[str]:
         return {n for n in self.upstreams if n not in self.failures}
 
-    def upstream_infos(self) -> list[UpstreamInfo]:
+    def upstream_infos(self) -> list[Any]:
         return [u.info for u in self.upstreams.values()]
 
-    def unavailable_reason(self, name: str) -> str | None:
-        """Why ``<server><sep>...`` cannot be served when its server failed; else ``None``."""
-        server = name.partition(self.separator)[0]
+    def _unavailable(self, server: str, name: str) -> str | None:
         if server in self.failures:
             return f"server {server!r} is not available (it failed to start: {self.failures[server]})"
         return None
 
-    def timeout_of(self, server: str) -> float:
-        return self._timeouts.get(server, 30.0)
+    def unavailable_reason(self, name: str) -> str | None:
+        """Why ``name`` (an exposed tool or prompt name) cannot be served when its server failed."""
+        split = self.names.split_name(name)
+        return self._unavailable(split[0], name) if split is not None else None
 
-    def is_read_only(self, ctx: CallContext) -> bool:
-        """Read-only (retry-safe) per the config rule for the tool, else its readOnlyHint."""
-        if ctx.call.kind != "tool":
-            return True
-        name = ctx.call.exposed_name
-        rule = self._read_only_rules.get(name)
-        if rule is None:
-            for pattern, value in self._read_only_rules.items():
-                if fnmatch.fnmatchcase(name, pattern):
-                    rule = value
-                    break
-        if rule is not None:
-            return rule
-        return ctx.entry is not None and ctx.entry.definition.read_only_hint
+    def timeout_of(self, server: str) -> float:
+        return self._state.timeout_of(server)
 
 
 def _mcp_tool(exposed: str, definition: ToolDefinition) -> types.Tool:

@@ -1,197 +1,78 @@
-"""The gate's steps. Every tools/call, resources/read and prompts/get passes them, in this order:
+"""The gate's steps. Every request (`checkrein.policy.RequestKind`) passes them, in this order:
 
-    audit      outermost: one `CallRecord` per call, ALWAYS, whatever happened inside
-    catalog    resolve the exposed name (unknown -> `tool.not_found`, drifted -> `tool.quarantined`)
+    audit      outermost: one `CallRecord` per request, ALWAYS, whatever happened inside
+    catalog    resolve the exposed name or URI (unknown -> `tool.not_found`, drifted -> `tool.quarantined`)
     writable   the audit trail must be able to take the event (else `audit.unavailable`)
     policy     `decide` (pure); any exception denies with `policy.error`
+    budget     rate limits and caps (`budget.exceeded`; a failing budget `budget.error`/`state.unavailable`)
     approval   when the decision says ask (approver error or timeout -> `approval.failed`)
-    budget     rate limits and caps (`budget.exceeded`)
-    inspect    wraps forward: the inspector sees the result (exception -> withheld, `inspect.error`)
-    forward    the upstream call with the server's timeout; one retry for read-only tools only
+    inspect    wraps forward: the inspector sees the result or the upstream's error text
+               (exception -> withheld, `inspect.error`)
+    forward    the upstream request with the server's timeout; one retry for read-only tools only
 
-Each step is a small object ``step(ctx, call_next) -> CallOutcome`` over a frozen `CallContext`;
-a step changes the call only by passing a new context on. The chain is built once, at
-construction: nothing on the per-call path lists tools, compiles policy or opens sessions.
+Each step is a small object with only the dependencies it needs (a sink, a table, a clock); the
+catalog, the policy and the upstream handles come with the request in ``ctx.state`` (`GateState`).
+The chain is built once: nothing on the per-request path lists tools, compiles policy or opens
+sessions. `checkrein.gate.forward` holds the terminal step.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from inspect import isawaitable
+from typing import Any
 
 import anyio
 import mcp.types as types
 
-from checkrein.audit.record import CallRecord, Outcome
+from checkrein.audit.record import AuditTrail, CallRecord
 from checkrein.canonical import canonical_json, digest
-from checkrein.catalog import CatalogEntry, split_exposed_name, split_resource_uri
-from checkrein.catalog.namespace import resource_policy_name
-from checkrein.errors import (
-    AuditUnavailable,
-    CheckreinError,
-    ToolNotFound,
-    UpstreamTimeout,
-    UpstreamUnavailable,
-)
-from checkrein.policy import Decision, Inspection, ResultInspector, ToolCall, decide
+from checkrein.errors import AuditUnavailable, CheckreinError, StateUnavailable, ToolNotFound
+from checkrein.policy import Decision, Inspection, ResultInspector, ResultView, ToolCall, decide
 
-from .result_view import apply_inspection, strip_upstream_meta, view_of
+from .chain import CallContext, CallNext, CallOutcome, deny, fail
+from .counters import Counters
+from .resolve import resolve
+from .result_view import apply_inspection, view_of
 from .seams import ApprovalRequest, ApprovalResult, Approver, Budget
-
-if TYPE_CHECKING:
-    from .pipeline import Gate
+from .session import SessionTable
+from .state import GateState
 
 __all__ = [
-    "CallContext",
-    "CallNext",
-    "CallOutcome",
-    "CallRefused",
-    "Counters",
-    "GateResult",
-    "Step",
-    "build_chain",
-    "default_steps",
-    "denial_text",
+    "ApprovalStep",
+    "AuditStep",
+    "BudgetStep",
+    "CatalogStep",
+    "InspectStep",
+    "PolicyStep",
+    "WritableStep",
+    "approval_text",
 ]
 
 log = logging.getLogger("checkrein.gate")
 
-GateResult: TypeAlias = types.CallToolResult | types.ReadResourceResult | types.GetPromptResult
-
-
-class CallRefused(CheckreinError):
-    """A resource read or prompt get the gate refused; ``code`` is the stable reason code.
-
-    Tool calls never raise it: their refusals are `CallToolResult(isError=True)`.
-    """
-
-
-@dataclass
-class Counters:
-    """Every degradation and refusal, counted under a stable name (for `checkrein stats`)."""
-
-    calls: int = 0
-    denials: int = 0
-    not_found: int = 0
-    quarantine_denials: int = 0
-    policy_errors: int = 0
-    approval_failures: int = 0
-    approvals_granted: int = 0
-    budget_denials: int = 0
-    budget_errors: int = 0
-    audit_unavailable_denials: int = 0
-    audit_fail_open: int = 0
-    audit_errors: int = 0
-    inspector_errors: int = 0
-    results_withheld: int = 0
-    flow_asks: int = 0
-    flow_denials: int = 0
-    flow_errors: int = 0
-    upstream_timeouts: int = 0
-    upstream_crashes: int = 0
-    upstream_errors: int = 0
-    retries: int = 0
-    internal_errors: int = 0
-    cancelled: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """One call on its way through the steps. Frozen: steps pass on a new value."""
-
-    call: ToolCall
-    started: float
-    entry: CatalogEntry | None = None
-    decision: Decision | None = None
-    approval: dict[str, Any] | None = None
-    degraded: tuple[str, ...] = ()
-
-    # Explicit constructors instead of `dataclasses.replace`, which introspects fields on every
-    # call: these run on every tools/call.
-    def resolved(self, call: ToolCall, entry: CatalogEntry | None) -> CallContext:
-        return CallContext(call, self.started, entry, self.decision, self.approval, self.degraded)
-
-    def decided(self, decision: Decision) -> CallContext:
-        degraded = (*self.degraded, *decision.degraded) if decision.degraded else self.degraded
-        return CallContext(self.call, self.started, self.entry, decision, self.approval, degraded)
-
-    def approved(self, approval: dict[str, Any]) -> CallContext:
-        return CallContext(self.call, self.started, self.entry, self.decision, approval, self.degraded)
-
-    def degrade(self, name: str) -> CallContext:
-        return CallContext(self.call, self.started, self.entry, self.decision, self.approval, (*self.degraded, name))
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    """What came back: the result for the client, or a refusal (``result is None``, ``message`` set)."""
-
-    ctx: CallContext
-    outcome: Outcome
-    result: GateResult | None = None
-    error_code: str | None = None
-    message: str = ""
-    flags: tuple[str, ...] = ()
-    redactions: tuple[str, ...] = ()
-    rule_id: str | None = None
-    """The rule that refused the call (denials only), e.g. `catalog:not_found`, `budget:...`."""
-    reason: str = ""
-    """Why it was refused (denials only), without the `denied by checkrein:` framing."""
-
-
-CallNext: TypeAlias = Callable[[CallContext], Awaitable[CallOutcome]]
-
-
-class Step(Protocol):
-    async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome: ...
-
-
-def denial_text(reason: str, rule_id: str) -> str:
-    return f"denied by checkrein: {reason} (rule {rule_id})"
-
-
-def deny(ctx: CallContext, code: str, rule_id: str, reason: str, outcome: Outcome = "denied") -> CallOutcome:
-    return CallOutcome(ctx, outcome, None, code, denial_text(reason, rule_id), rule_id=rule_id, reason=reason)
-
-
-def fail(ctx: CallContext, code: str, outcome: Outcome, message: str) -> CallOutcome:
-    """An error that is not a policy denial (upstream down, timeout): the text says what happened."""
-    return CallOutcome(ctx, outcome, None, code, f"error from checkrein: {message} (code {code})")
-
-
-def build_chain(steps: Sequence[Step], terminal: CallNext) -> CallNext:
-    """Compose ``steps`` (outermost first) around ``terminal`` once; returns the entry point."""
-    nxt = terminal
-    for step in reversed(steps):
-        nxt = _link(step, nxt)
-    return nxt
-
-
-def _link(step: Step, nxt: CallNext) -> CallNext:
-    async def run(ctx: CallContext) -> CallOutcome:
-        return await step(ctx, nxt)
-
-    return run
-
-
-# -- steps -------------------------------------------------------------------------------------
+ReloadLock = Callable[[], Awaitable[GateState | None]]
+"""Re-read the lock if it changed; the new state, or ``None`` when nothing changed."""
+Unavailable = Callable[[str, str], str | None]
+"""``(server, name)`` -> why that server cannot be served (it failed to start), or ``None``."""
 
 
 @dataclass
 class AuditStep:
-    """Outermost. Records every call; an unrecordable allowed call becomes `audit.unavailable`."""
+    """Outermost. Records every request; an unrecordable allowed request becomes `audit.unavailable`.
 
-    gate: Gate
+    ``discards``: the trail keeps nothing (auditing switched off), so no record is built.
+    """
+
+    audit: AuditTrail
+    counters: Counters
+    discards: bool = False
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        counters = self.gate.counters
+        counters = self.counters
         counters.calls += 1
         try:
             out = await call_next(ctx)
@@ -206,7 +87,7 @@ class AuditStep:
             out = fail(ctx, "gate.error", "error", f"internal error in checkrein ({type(exc).__name__})")
         if out.result is None and out.outcome == "denied":
             counters.denials += 1
-        if self.gate.audit_discards:
+        if self.discards:
             return out
         return await self._record(out)
 
@@ -240,25 +121,24 @@ class AuditStep:
             redactions=tuple(d.redactions) if d else (),
             degraded=ctx.degraded,
         )
-        counters = self.gate.counters
         try:
-            await self.gate.audit.record_call(record)
+            await self.audit.record_call(record)
         except AuditUnavailable:
             return self._unrecorded(out, "audit.unavailable")
         except Exception:  # any audit failure fails closed like AuditUnavailable
-            counters.audit_errors += 1
+            self.counters.audit_errors += 1
             log.exception("audit trail failed to record a call")
             return self._unrecorded(out, "audit.error")
         return out
 
     def _unrecorded(self, out: CallOutcome, why: str) -> CallOutcome:
-        if self.gate.config.audit.on_failure == "allow":
-            self.gate.counters.audit_fail_open += 1
+        if out.ctx.state.config.audit.on_failure == "allow":
+            self.counters.audit_fail_open += 1
             return out
-        self.gate.counters.audit_unavailable_denials += 1
+        self.counters.audit_unavailable_denials += 1
         if out.result is None:
             return out
-        self.gate.counters.denials += 1
+        self.counters.denials += 1
         return deny(
             out.ctx.degrade(why),
             "audit.unavailable",
@@ -290,82 +170,82 @@ def _audit_result(out: CallOutcome) -> Any | None:
 
 @dataclass
 class CatalogStep:
-    """Resolve the exposed name to its server and upstream name; fill them into the call."""
+    """Resolve what the client named to a server and the upstream's own name (`gate.resolve`)."""
 
-    gate: Gate
+    counters: Counters
+    reload_lock: ReloadLock
+    unavailable: Unavailable
+    current: Callable[[], GateState] | None = None
+    """The gate's state now: a call that arrives while its server's changed tool list is being
+    re-read waits for it (bounded) and is judged against the new catalog, not the stale one."""
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        call = ctx.call
-        gate = self.gate
-        if call.kind == "tool":
-            try:
-                entry = gate.catalog.resolve(call.exposed_name)
-            except ToolNotFound as exc:
-                gate.counters.not_found += 1
-                why = gate.unavailable_reason(call.exposed_name)
-                return deny(ctx, exc.code, "catalog:not_found", why or exc.message, "not_found")
-            except CheckreinError as exc:
-                # A pin since the last build may have cleared it: re-read the lock (rare path).
-                if await gate.reload_lock_if_changed():
-                    return await self(ctx, call_next)
-                gate.counters.quarantine_denials += 1
-                return deny(ctx, exc.code, "catalog:quarantined", exc.message)
-            new_call = ToolCall(
-                call.identity, call.session_id, call.trace_id, call.span_id, call.exposed_name, call.arguments,
-                entry.server, entry.tool, call.parent_span_id, call.kind, call.model, call.session_given, call.task,
-            )
-            return await call_next(ctx.resolved(new_call, entry))
+        if ctx.call.kind == "tool" and self.current is not None:
+            ctx = await self._settled(ctx)
         try:
-            if call.kind == "resource":
-                server, original = split_resource_uri(call.exposed_name)
-                named = resource_policy_name(server, original, gate.separator)
-                args: dict[str, Any] = {"uri": original}
-            else:
-                server, original = split_exposed_name(call.exposed_name, gate.separator)
-                named, args = call.exposed_name, call.arguments
-        except ValueError as exc:
-            gate.counters.not_found += 1
-            return deny(ctx, "tool.not_found", "catalog:not_found", str(exc), "not_found")
-        if server not in gate.ready_servers():
-            gate.counters.not_found += 1
-            why = gate.unavailable_reason(named) or f"no server named {server!r}"
-            return deny(ctx, "tool.not_found", "catalog:not_found", why, "not_found")
-        new_call = replace(call, server=server, tool=original, exposed_name=named, arguments=args)
-        return await call_next(ctx.resolved(new_call, None))
+            call, entry = await resolve(ctx.state, ctx.call, self.unavailable)
+        except ToolNotFound as exc:
+            self.counters.not_found += 1
+            return deny(ctx, exc.code, "catalog:not_found", exc.message, "not_found")
+        except CheckreinError as exc:
+            # A pin since the last build may have cleared it: re-read the lock (rare path).
+            state = await self.reload_lock()
+            if state is not None:
+                return await self(ctx.with_state(state), call_next)
+            self.counters.quarantine_denials += 1
+            return deny(ctx, exc.code, "catalog:quarantined", exc.message)
+        return await call_next(ctx.resolved(call, entry))
+
+
+    async def _settled(self, ctx: CallContext) -> CallContext:
+        split = ctx.state.names.split_name(ctx.call.exposed_name)
+        entry = ctx.state.catalog.entries.get(ctx.call.exposed_name)
+        server = entry.server if entry is not None else (split[0] if split is not None else None)
+        upstream = ctx.state.upstreams.get(server) if server is not None else None
+        pending = getattr(upstream, "tools_pending", None)
+        if pending is None or not pending():
+            return ctx
+        assert self.current is not None and server is not None
+        with anyio.move_on_after(ctx.state.timeout_of(server)):
+            await upstream.tools_settled()  # type: ignore[union-attr]
+        return ctx.with_state(self.current())
 
 
 @dataclass
 class WritableStep:
     """Refuse before forwarding when the audit trail says it cannot write."""
 
-    gate: Gate
+    audit: AuditTrail
+    counters: Counters
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
         try:
-            writable = self.gate.audit.writable()
+            writable = self.audit.writable()
         except Exception:  # a broken trail is an unwritable trail
             log.exception("audit.writable() raised")
             writable = False
         if writable:
             return await call_next(ctx)
-        if self.gate.config.audit.on_failure == "allow":
-            self.gate.counters.audit_fail_open += 1
+        if ctx.state.config.audit.on_failure == "allow":
+            self.counters.audit_fail_open += 1
             return await call_next(ctx.degrade("audit.fail_open"))
-        self.gate.counters.audit_unavailable_denials += 1
+        self.counters.audit_unavailable_denials += 1
         return deny(ctx, "audit.unavailable", "audit:unavailable", "the audit trail cannot record calls right now")
 
 
 @dataclass
 class PolicyStep:
-    gate: Gate
+    counters: Counters
+    sessions: SessionTable
+    clock: Callable[[], float] = time.time
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        gate = self.gate
+        call = ctx.call
         try:
-            decision = decide(gate.policy, ctx.call, gate.sessions.get(ctx.call.session_id), time.time())
+            decision = decide(ctx.state.policy, call, self.sessions.get(call.session_id), self.clock())
         except Exception as exc:  # fail closed: any policy exception denies, counted
-            gate.counters.policy_errors += 1
-            log.exception("policy raised on %s", ctx.call.exposed_name)
+            self.counters.policy_errors += 1
+            log.exception("policy raised on %s", call.exposed_name)
             code = exc.code if isinstance(exc, CheckreinError) else "policy.error"
             return deny(
                 ctx.degrade("policy.exception"),
@@ -380,28 +260,55 @@ class PolicyStep:
 
 
 @dataclass
-class ApprovalStep:
-    """Ask the approver when the decision says ``ask``; a grant is bound to the arguments and policy."""
+class BudgetStep:
+    """Charge the call to every matching limit. Listings and unsubscriptions are never charged."""
 
-    gate: Gate
+    budget: Budget | None
+    counters: Counters
+    clock: Callable[[], float] = time.monotonic
+
+    async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
+        if self.budget is None or ctx.call.kind in ("list", "unsubscribe"):
+            return await call_next(ctx)
+        try:
+            verdict = self.budget.admit(ctx.call, self.clock())
+            if isawaitable(verdict):
+                verdict = await verdict
+        except StateUnavailable as exc:
+            self.counters.budget_errors += 1
+            return deny(ctx.degrade("state.unavailable"), exc.code, "state:unavailable", exc.message)
+        except Exception as exc:  # a broken budget refuses (fail closed)
+            self.counters.budget_errors += 1
+            log.exception("budget raised")
+            return deny(ctx, "budget.error", "budget:error", f"the budget check failed ({type(exc).__name__})")
+        if not verdict.admitted:
+            self.counters.budget_denials += 1
+            return deny(ctx, "budget.exceeded", verdict.rule_id or "budget", verdict.reason or "budget exceeded")
+        return await call_next(ctx)
+
+
+@dataclass
+class ApprovalStep:
+    """Ask the approver when the decision says ``ask``.
+
+    The approver (`BoundApprover` in production) owns the one grant cache, keyed by identity,
+    session, tool, argument digest and policy digest; this step only asks, within the timeout.
+    """
+
     approver: Approver | None
-    _grants: dict[tuple[str, str, str, str], ApprovalResult] = field(default_factory=dict)
+    counters: Counters
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
         d = ctx.decision
         if d is None or d.effect != "ask":
             return await call_next(ctx)
-        call, counters = ctx.call, self.gate.counters
-        args_digest = digest(call.arguments)
-        key = (call.session_id, call.exposed_name, args_digest, self.gate.policy.digest)
-        cached = self._grants.get(key)
-        if cached is not None and cached.expires_at is not None and cached.expires_at > time.time():
-            return await call_next(ctx.approved(_approval_dict(cached, reused=True)))
+        call, counters = ctx.call, self.counters
         if self.approver is None:
             counters.approval_failures += 1
             return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; approval is required but no approver is configured")
-        request = ApprovalRequest(call, d, args_digest, self.gate.policy.digest, _summary(call, d))
-        timeout_s = self.gate.config.approval.timeout_s
+        policy_digest = ctx.state.policy.digest
+        request = ApprovalRequest(call, d, digest(call.arguments), policy_digest, approval_text(call, d))
+        timeout_s = ctx.state.config.approval.timeout_s
         try:
             with anyio.fail_after(timeout_s):
                 answer = await self.approver.approve(request)
@@ -417,83 +324,83 @@ class ApprovalStep:
             why = f"not approved by {answer.approver}: {answer.reason or 'denied'}"
             return deny(ctx, "approval.denied", d.rule_id, f"{d.reason}; {why}")
         counters.approvals_granted += 1
-        if answer.expires_at is not None:
-            if len(self._grants) >= _MAX_GRANTS:
-                now = time.time()
-                self._grants = {k: g for k, g in self._grants.items() if (g.expires_at or 0) > now}
-            self._grants[key] = answer
         return await call_next(ctx)
 
 
-_MAX_GRANTS = 10_000
-"""Expired grants are pruned once this many are held."""
-
-
-def _approval_dict(a: ApprovalResult, *, reused: bool = False) -> dict[str, Any]:
+def _approval_dict(a: ApprovalResult) -> dict[str, Any]:
+    reused = a.reason.endswith("(reused grant)")
     return {"approver": a.approver, "granted": a.granted, "reason": a.reason, "expires_at": a.expires_at, "reused": reused}
 
 
-def _summary(call: ToolCall, d: Decision) -> str:
+_WHAT = {
+    "tool": "call",
+    "resource": "read the resource",
+    "subscribe": "subscribe to the resource",
+    "prompt": "get the prompt",
+    "completion": "complete an argument of",
+}
+
+
+def approval_text(call: ToolCall, d: Decision) -> str:
+    """What a human approves: who, what, the risk, and EVERY argument (canonical JSON), with the
+    values the decision marks as secrets masked. Never cut: a cut could hide the value that matters."""
     masked = set(d.redactions)
-    preview = {k: ("***" if f"/{k}" in masked else v) for k, v in call.arguments.items()}
-    text = _preview(preview)
-    return f"{call.identity.user} wants to call {call.exposed_name} (risk {d.risk}) with {text}"
-
-
-def _preview(value: Any, limit: int = 200) -> str:
+    args = _mask(call.arguments, "", masked)
     try:
-        raw = canonical_json(value).decode("utf-8")
+        text = canonical_json(args).decode("utf-8")
     except (TypeError, ValueError):
-        raw = repr(value)
-    return raw if len(raw) <= limit else raw[: limit - 3] + "..."
+        text = repr(args)
+    verb = _WHAT.get(call.kind, call.kind)
+    return f"{call.identity.user} wants to {verb} {call.exposed_name} (risk {d.risk}) with arguments {text}"
 
 
-@dataclass
-class BudgetStep:
-    gate: Gate
-    budget: Budget | None
-
-    async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        if self.budget is None:
-            return await call_next(ctx)
-        try:
-            verdict = self.budget.admit(ctx.call, time.monotonic())
-        except Exception as exc:  # a broken budget refuses (fail closed)
-            self.gate.counters.budget_errors += 1
-            log.exception("budget raised")
-            return deny(ctx, "budget.error", "budget:error", f"the budget check failed ({type(exc).__name__})")
-        if not verdict.admitted:
-            self.gate.counters.budget_denials += 1
-            return deny(ctx, "budget.exceeded", verdict.rule_id or "budget", verdict.reason or "budget exceeded")
-        return await call_next(ctx)
+def _mask(value: Any, pointer: str, masked: set[str]) -> Any:
+    if pointer and pointer in masked:
+        return "***"
+    if isinstance(value, dict):
+        return {k: _mask(v, f"{pointer}/{str(k).replace('~', '~0').replace('/', '~1')}", masked) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, f"{pointer}/{i}", masked) for i, v in enumerate(value)]
+    return value
 
 
 @dataclass
 class InspectStep:
-    """Wraps forward: show the result to the inspector, deliver its (possibly redacted) version."""
+    """Wraps forward: show the result to the inspector, deliver its (possibly redacted) version.
 
-    gate: Gate
+    An upstream error's text reaches the client too, so it is inspected the same way (secrets
+    masked, an injection withheld) before it goes into the error the client sees.
+    """
+
     inspector: ResultInspector | None
+    counters: Counters
+    sessions: SessionTable
+    _skip_kinds: frozenset[str] = field(default=frozenset({"list", "subscribe", "unsubscribe"}))
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
         out = await call_next(ctx)
+        if self.inspector is None or out.ctx.call.kind in self._skip_kinds:
+            return out
         if out.result is None:
-            return out
-        if self.inspector is None:
-            return out
+            upstream_text = out.error_code is not None and out.error_code.startswith("upstream.")
+            return self._inspect_error(out) if upstream_text else out
         call = out.ctx.call
+        if isinstance(out.result, types.CompleteResult):
+            return self._inspect_completion(out, out.result)
+        if not isinstance(out.result, types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
+            return out
         try:
             view = view_of(out.result)
             inspection: Inspection = self.inspector.inspect(call, view)
         except Exception as exc:  # an inspector that fails withholds the result
-            self.gate.counters.inspector_errors += 1
+            self.counters.inspector_errors += 1
             log.exception("result inspector raised on %s", call.exposed_name)
             ctx2 = out.ctx.degrade("inspect.exception")
             return deny(ctx2, "inspect.error", "inspect:error", f"the result could not be inspected ({type(exc).__name__})")
         if any(f in ("untrusted", "injection") for f in inspection.flags):
-            self.gate.sessions.taint(call.session_id, call.exposed_name)
+            self.sessions.taint(call.session_id, call.exposed_name)
         if inspection.action != "deliver":
-            self.gate.counters.results_withheld += 1
+            self.counters.results_withheld += 1
             reason = inspection.reason or "the result was withheld by result inspection"
             code = "result.withheld" if inspection.action == "withhold" else "result.denied"
             o = deny(out.ctx, code, "inspect:" + inspection.action, reason)
@@ -501,75 +408,50 @@ class InspectStep:
         result = apply_inspection(out.result, view, inspection)
         return replace(out, result=result, flags=inspection.flags, redactions=inspection.redactions)
 
+    def _inspect_completion(self, out: CallOutcome, result: types.CompleteResult) -> CallOutcome:
+        """Completion values are upstream text the client may show or the model may read."""
+        assert self.inspector is not None
+        values = tuple(result.completion.values)
+        try:
+            view = ResultView(texts=values, structured=None, size_bytes=sum(len(v.encode()) for v in values))
+            inspection = self.inspector.inspect(out.ctx.call, view)
+        except Exception as exc:  # values that cannot be inspected are not delivered
+            self.counters.inspector_errors += 1
+            log.exception("inspecting a completion raised")
+            return deny(out.ctx.degrade("inspect.exception"), "inspect.error", "inspect:error",
+                        f"the completion could not be inspected ({type(exc).__name__})")  # fmt: skip
+        if inspection.action != "deliver":
+            self.counters.results_withheld += 1
+            o = deny(out.ctx, "result.withheld", "inspect:" + inspection.action, inspection.reason or "withheld")
+            return replace(o, flags=inspection.flags, redactions=inspection.redactions)
+        if inspection.texts == values:
+            return replace(out, flags=inspection.flags)
+        completion = result.completion.model_copy(update={"values": list(inspection.texts)})
+        return replace(out, result=result.model_copy(update={"completion": completion}), flags=inspection.flags,
+                       redactions=inspection.redactions)  # fmt: skip
 
-@dataclass
-class ForwardStep:
-    """Terminal step: the upstream call, with the server's timeout."""
-
-    gate: Gate
-
-    async def __call__(self, ctx: CallContext) -> CallOutcome:
-        gate, call = self.gate, ctx.call
-        upstream = gate.upstreams.get(call.server)
-        if upstream is None:
-            return fail(ctx, "upstream.unavailable", "error", f"server {call.server!r} is not connected")
-        timeout_s = gate.timeout_of(call.server)
-        attempts = 2 if gate.is_read_only(ctx) else 1
-        for attempt in range(attempts):
-            try:
-                # The upstream enforces timeout_s (the `Upstream` contract: it never hangs); a second
-                # cancel scope here would cost as much as the rest of this step.
-                result = await self._send(upstream, call, timeout_s)
-            except (UpstreamTimeout, TimeoutError):
-                gate.counters.upstream_timeouts += 1
-                return fail(ctx, "upstream.timeout", "timeout", f"{call.server!r} did not answer within {timeout_s:g} s")
-            except UpstreamUnavailable as exc:
-                gate.counters.upstream_crashes += 1
-                if attempt + 1 < attempts:
-                    gate.counters.retries += 1
-                    continue
-                return fail(ctx, exc.code, "error", f"server {call.server!r} is unavailable: {exc.message}")
-            except Exception as exc:  # anything else from the upstream is an error result, never a crash
-                gate.counters.upstream_errors += 1
-                log.warning("server %r failed on %s", call.server, call.exposed_name, exc_info=True)
-                code = exc.code if isinstance(exc, CheckreinError) else "upstream.error"
-                return fail(ctx, code, "error", f"server {call.server!r} failed: {exc}")
-            gate.sessions.record_forwarded(call.session_id, call.exposed_name)
-            is_error = isinstance(result, types.CallToolResult) and result.is_error
-            return CallOutcome(ctx, "error" if is_error else "ok", result, "tool.error" if is_error else None)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    @staticmethod
-    async def _send(upstream: Any, call: ToolCall, timeout_s: float) -> GateResult:
-        if call.kind == "tool":
-            r: GateResult = await upstream.call_tool(call.tool, call.arguments, timeout_s=timeout_s)
-        elif call.kind == "resource":
-            r = await upstream.read_resource(call.tool, timeout_s=timeout_s)
-        else:
-            args = {k: str(v) for k, v in call.arguments.items()} or None
-            r = await upstream.get_prompt(call.tool, args, timeout_s=timeout_s)
-        return strip_upstream_meta(r)
-
-
-def default_steps(
-    gate: Gate,
-    *,
-    approver: Approver | None,
-    budget: Budget | None,
-    inspector: ResultInspector | None,
-) -> tuple[list[Step], CallNext]:
-    """The DESIGN.md order. Returned separately so a test (or a later issue) can insert a step."""
-    from .flow import FlowStep  # flow builds on this module's types
-
-    steps: list[Step] = [
-        AuditStep(gate),
-        CatalogStep(gate),
-        WritableStep(gate),
-        PolicyStep(gate),
-        FlowStep(lambda: gate.policy, gate.flows, gate.counters),
-        ApprovalStep(gate, approver),
-        BudgetStep(gate, budget),
-        InspectStep(gate, inspector),
-    ]
-    return steps, ForwardStep(gate).__call__
-
+    def _inspect_error(self, out: CallOutcome) -> CallOutcome:
+        assert self.inspector is not None
+        call = out.ctx.call
+        try:
+            view = ResultView(texts=(out.message,), structured=None, size_bytes=len(out.message.encode()), is_error=True)
+            inspection = self.inspector.inspect(call, view)
+        except Exception as exc:  # an error text that cannot be inspected is not shown
+            self.counters.inspector_errors += 1
+            log.exception("inspecting an upstream error of %s raised", call.exposed_name)
+            return replace(
+                out,
+                ctx=out.ctx.degrade("inspect.exception"),
+                message=f"error from checkrein: {call.server!r} failed and its error text could not be inspected "
+                f"({type(exc).__name__}) (code upstream.error)",
+            )
+        if any(f in ("untrusted", "injection") for f in inspection.flags):
+            self.sessions.taint(call.session_id, call.exposed_name)
+        if inspection.action != "deliver" or not inspection.texts:
+            self.counters.results_withheld += 1
+            text = (
+                f"error from checkrein: {call.server!r} answered with an error whose text was withheld "
+                f"({inspection.reason or 'result inspection'}) (code upstream.error)"
+            )
+            return replace(out, message=text, flags=inspection.flags, redactions=inspection.redactions)
+        return replace(out, message=inspection.texts[0], flags=inspection.flags, redactions=inspection.redactions)

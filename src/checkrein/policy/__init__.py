@@ -1,6 +1,6 @@
 """checkrein's policy: pure decisions over calls, arguments and results."""
 
-from .call import Identity, SessionState, ToolCall
+from .call import Identity, RequestKind, SessionState, ToolCall
 from .decision import Decision, Effect, Finding, RiskLevel
 from .engine import CompiledPolicy, compile_policy, decide, may_see
 from .results import Inspection, ResultInspector, ResultView
@@ -13,6 +13,7 @@ __all__ = [
     "Identity",
     "Inspection",
     "ResultInspector",
+    "RequestKind",
     "ResultView",
     "RiskLevel",
     "SessionState",

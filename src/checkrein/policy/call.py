@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
-__all__ = ["Identity", "SessionState", "ToolCall"]
+__all__ = ["Identity", "RequestKind", "SessionState", "ToolCall"]
+
+RequestKind: TypeAlias = Literal["tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list"]
+"""Which MCP request a `ToolCall` stands for: tools/call, resources/read, prompts/get,
+completion/complete, resources/subscribe, resources/unsubscribe, or a listing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +25,12 @@ class Identity:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One `tools/call` (or resource read / prompt get) as it enters the gate.
+    """One request as it enters the gate: a `tools/call`, or another kind (`RequestKind`).
 
-    ``kind`` says which MCP operation it is; for resources ``exposed_name`` is the namespaced URI and
-    for prompts the namespaced prompt name.
+    ``exposed_name`` is what the client named: the tool or prompt name, the resource URI (after the
+    catalog step: its policy name, see `checkrein.catalog.namespace`), the completion's prompt or
+    resource template, or the listing method (``tools/list``...). ``server`` and ``tool`` (the
+    upstream's own name or URI) are filled in by the catalog step.
     """
 
     identity: Identity
@@ -36,7 +42,7 @@ class ToolCall:
     server: str = ""
     tool: str = ""
     parent_span_id: str | None = None
-    kind: Literal["tool", "resource", "prompt"] = "tool"
+    kind: RequestKind = "tool"
     model: str | None = None
     session_given: bool = True
     """False when the client sent no session (2026-era HTTP): ``session_id`` was made up for this request."""

@@ -32,7 +32,6 @@ from typing import Any
 from checkrein.canonical import digest
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
-from checkrein.config.gateway import SecurityLevel
 from checkrein.config.policy import ANALYZERS, ArgConstraint, ArgKind
 from checkrein.policy.analyzers.api import Resolver, ScanContext
 
@@ -41,13 +40,12 @@ from .call import Identity, SessionState, ToolCall
 from .constraints import CompiledConstraint, SqlClassifier, compile_constraint, parse_pointer, pointer_of
 from .decision import Decision, Finding, RiskLevel
 from .governance import (
-    GlobSet,
     GovernanceTables,
     ToolGovernance,
     govern_tool,
     identity_problem,
-    level_problem,
 )
+from .requests import decide_request
 from .schema import CompiledSchema, compile_schema
 
 __all__ = [
@@ -114,10 +112,11 @@ class CompiledPolicy:
     classify_sql: SqlClassifier | None = None
     analyzers_missing: str | None = None
     """Why the analyzers could not be loaded (calls needing them are denied), or None."""
-    other_allow: GlobSet = field(default_factory=lambda: GlobSet(()))
-    other_deny: GlobSet = field(default_factory=lambda: GlobSet(()))
-    servers: Mapping[str, tuple[SecurityLevel, frozenset[str]]] = field(default_factory=dict)
-    """Server name -> (security level, listed identities or roles), for resources and prompts."""
+    tables: GovernanceTables | None = None
+    """What governance needs from the config; resources, prompts and completions use it per name."""
+    resolver: Resolver | None = None
+    other_governance: dict[tuple[str, str], ToolGovernance] = field(default_factory=dict)
+    """Memo of `govern_other` per (policy name, server): pure, bounded (see `policy.requests`)."""
 
     def risk_of(self, exposed: str) -> RiskLevel:
         plan = self.plans.get(exposed)
@@ -252,9 +251,8 @@ def compile_policy(
         scanner=real_scanner,
         classify_sql=classify_sql,
         analyzers_missing=missing,
-        other_allow=tables.allow,
-        other_deny=tables.deny,
-        servers=tables.servers,
+        tables=tables,
+        resolver=resolver,
     )
 
 
@@ -291,9 +289,9 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
     problem = argument_problem(call.arguments, p.limits)
     if problem is not None:
         return _rejected("arguments.bounds", problem, risk, (Finding("bounds", "bounds", "", problem),))
+    if call.kind != "tool":
+        return decide_request(policy, call)
     if plan is None:
-        if call.kind != "tool":
-            return _decide_other(policy, call)
         return Decision(
             "deny",
             "tool.not_found",
@@ -380,31 +378,6 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
     if redactions or findings:
         return replace(g.base, findings=findings, redactions=tuple(redactions))
     return g.base
-
-
-def _decide_other(policy: CompiledPolicy, call: ToolCall) -> Decision:
-    """Resources and prompts: deny/allow globs and the default over the exposed name or URI.
-
-    The server's security level applies as for tools. Templates treat them as reads (allowed by all
-    three); an explicit default wins.
-    """
-    name = call.exposed_name
-    p = policy.config.policy
-    hit = policy.other_deny.first_match(name)
-    if hit is not None:
-        return Decision("deny", f"deny:{hit}", (f"{name} matches deny rule {hit!r}",), error_code="policy.denied")
-    level, listed = policy.servers.get(call.server, ("low", frozenset()))
-    who = level_problem(call.server, level, listed, call.identity)
-    if who is not None:
-        return who
-    hit = policy.other_allow.first_match(name)
-    if hit is not None:
-        return Decision("allow", f"allow:{hit}", (f"{name} matches allow rule {hit!r}",), "low")
-    if p.default == "allow" or (p.default is None and p.template is not None):
-        return Decision("allow", f"default:{call.kind}", (f"{call.kind}s are reads, allowed by the policy",), "low")
-    return Decision(
-        "deny", "default:deny", (f"{name} is not allowed by any policy rule (default deny)",), error_code="policy.denied"
-    )
 
 
 def governance_decision(policy: CompiledPolicy, identity: Identity, exposed: str) -> Decision:

@@ -44,6 +44,7 @@ __all__ = [
     "GovernanceTables",
     "ToolGovernance",
     "effective_rule",
+    "govern_other",
     "govern_tool",
     "identity_problem",
     "level_problem",
@@ -278,6 +279,41 @@ def govern_tool(t: GovernanceTables, exposed: str, definition: ToolDefinition) -
         classification=cls,
         risk=risk,
         named=named,
+        level=level,
+        server_identities=idents,
+        roles=frozenset(rule.roles) if rule is not None else frozenset(),
+        deny_glob=deny_glob,
+        base=base,
+        finding_effects=_finding_effects(p, t.template, rule),
+    )
+
+
+def govern_other(t: GovernanceTables, name: str, server: str) -> ToolGovernance:
+    """Governance for a resource, prompt or completion named ``name`` (its policy name).
+
+    They are reads: every template allows them and their risk is low unless a `[policy.tools]`
+    rule matching the name says otherwise. Deny and allow globs, ``[policy] default``, the
+    server's security level, a matching rule's ``roles`` and its ``findings`` apply as for tools.
+    """
+    p = t.config.policy
+    rule = effective_rule(name, p.tools, t.tool_globs)
+    risk: RiskLevel = rule.risk if rule is not None and rule.risk is not None else "low"
+    deny_hit = t.deny.first_match(name)
+    deny_glob = _deny(f"deny:{deny_hit}", f"{name} matches deny rule {deny_hit!r}", risk) if deny_hit is not None else None
+    allow_hit = t.allow.first_match(name)
+    if allow_hit is not None:
+        base = Decision("allow", f"allow:{allow_hit}", (f"{name} matches allow rule {allow_hit!r}",), risk)
+    elif p.default == "deny" or (p.default is None and t.template is None):
+        base = _deny("default:deny", f"{name} is not allowed by any policy rule (default deny)", risk)
+    else:
+        base = Decision("allow", "default:read", ("resources, prompts and completions are reads, allowed by the policy",), risk)
+    level, idents = t.servers.get(server, ("low", frozenset()))
+    return ToolGovernance(
+        server=server,
+        rule=rule,
+        classification=classify(server, "read", {"readOnlyHint": True}, rule),
+        risk=risk,
+        named=allow_hit is not None,
         level=level,
         server_identities=idents,
         roles=frozenset(rule.roles) if rule is not None else frozenset(),

@@ -99,6 +99,11 @@ class _State:
             types.Tool(name="crash", description="Exit the server process mid-call.", input_schema=obj({}, [])),
             types.Tool(name="fail", description="Return a tool error.", input_schema=obj({}, [])),
             types.Tool(
+                name="server_error",
+                description="Answer with the JSON-RPC error -32000 (a server's own error, not a closed connection).",
+                input_schema=obj({}, []),
+            ),
+            types.Tool(
                 name="header",
                 description="Return an HTTP request header's value.",
                 input_schema=obj({"name": {"type": "string"}}, ["name"]),
@@ -158,6 +163,8 @@ def build_server(state: _State | None = None, *, modern_only: bool = False) -> S
             os._exit(1)
         if name == "fail":
             return _text("this tool always fails", is_error=True)
+        if name == "server_error":
+            raise MCPError(-32000, "server busy, try later", {"retry_after_s": 1})
         if name == "header":
             request = getattr(ctx, "request", None)
             headers = getattr(request, "headers", None) or {}

@@ -71,6 +71,8 @@ class MemoryUpstream:
         self.on_tools_changed = on_tools_changed
         self.fail_start = fail_start
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.subscriptions: set[str] = set()
+        """URIs a client subscribed to (through the gate)."""
         self._state: UpstreamState = "starting"
         self._error: str | None = None
         self._restarts = 0
@@ -199,6 +201,26 @@ class MemoryUpstream:
         text = self._prompts[name].format_map(dict(arguments or {}))
         message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
         return types.GetPromptResult(messages=[message])
+
+    async def complete(
+        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None, *, timeout_s: float
+    ) -> types.CompleteResult:
+        """Completes a prompt argument from the prompt's name and the value typed so far."""
+        self._check_up()
+        self.calls.append(("completion/complete", {"ref": ref, "argument": argument, "context": context}))
+        value = str(argument.get("value", ""))
+        candidates = [f"{value}{suffix}" for suffix in ("-one", "-two")]
+        return types.CompleteResult(completion=types.Completion(values=candidates, total=len(candidates), has_more=False))
+
+    async def subscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        self._check_up()
+        self.subscriptions.add(uri)
+        return types.EmptyResult()
+
+    async def unsubscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        self._check_up()
+        self.subscriptions.discard(uri)
+        return types.EmptyResult()
 
     async def aclose(self) -> None:
         self._state = "closed"

@@ -55,7 +55,19 @@ class Upstream(Protocol):
 
     async def read_resource(self, uri: str, *, timeout_s: float) -> types.ReadResourceResult: ...
 
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]: ...
+
     async def list_prompts(self) -> list[types.Prompt]: ...
+
+    async def complete(
+        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None, *, timeout_s: float
+    ) -> types.CompleteResult:
+        """completion/complete; ``ref`` is ``{"type": "ref/prompt", "name"}`` or ``{"type": "ref/resource", "uri"}``."""
+        ...
+
+    async def subscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult: ...
+
+    async def unsubscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult: ...
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None, *, timeout_s: float

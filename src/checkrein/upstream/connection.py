@@ -123,6 +123,8 @@ class McpUpstream:
         self._prompts: list[types.Prompt] = []
         self._refreshing: set[str] = set()
         self._refresh_again: set[str] = set()
+        self._tools_settled = anyio.Event()
+        self._tools_settled.set()
         self.stats: dict[str, int] = {"bad_messages": 0, "hook_errors": 0, "refresh_failures": 0}
         """Degradation counters: non-JSON-RPC lines, raising lifecycle hooks, failed (re-)listings."""
 
@@ -168,7 +170,8 @@ class McpUpstream:
                 return
             if self._closed:
                 raise UpstreamUnavailable(f"{self.name}: the upstream is closed")
-            self._state = "starting"
+            if self._state != "failed":  # a retried start stays "failed" until it succeeds
+                self._state = "starting"
             try:
                 await self._connect()
             except UpstreamUnavailable as exc:
@@ -198,12 +201,50 @@ class McpUpstream:
     async def list_resources(self) -> list[types.Resource]:
         return list(self._resources)
 
+    def tools_pending(self) -> bool:
+        """True while a ``list_changed`` for tools is being followed (re-listed, handed to the gate)."""
+        return not self._tools_settled.is_set()
+
+    async def tools_settled(self) -> None:
+        """Return once no tools re-listing is in flight (the gate has seen the new list)."""
+        await self._tools_settled.wait()
+
     async def list_resource_templates(self) -> list[types.ResourceTemplate]:
         """The cached resource templates (empty when the server has none or cannot list them)."""
         return list(self._templates)
 
     async def list_prompts(self) -> list[types.Prompt]:
         return list(self._prompts)
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: dict[str, Any],
+        context: dict[str, Any] | None,
+        *,
+        timeout_s: float,
+    ) -> types.CompleteResult:
+        """completion/complete for a prompt or resource template of this server (its own names)."""
+        if ref.get("type") == "ref/prompt":
+            sdk_ref: types.PromptReference | types.ResourceTemplateReference = types.PromptReference(
+                type="ref/prompt", name=str(ref.get("name", ""))
+            )
+        else:
+            sdk_ref = types.ResourceTemplateReference(type="ref/resource", uri=str(ref.get("uri", "")))
+        args = (context or {}).get("arguments") if isinstance(context, dict) else None
+        result = await self._forward(
+            "completion",
+            timeout_s,
+            lambda session: session.complete(sdk_ref, {str(k): str(v) for k, v in argument.items()}, args),
+        )
+        return strip_identifying_meta(result)
+
+    async def subscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        """resources/subscribe; updates arrive as ``notifications/resources/updated``."""
+        return await self._forward(f"subscribe {uri!r}", timeout_s, lambda session: session.subscribe_resource(uri))
+
+    async def unsubscribe_resource(self, uri: str, *, timeout_s: float) -> types.EmptyResult:
+        return await self._forward(f"unsubscribe {uri!r}", timeout_s, lambda session: session.unsubscribe_resource(uri))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> types.CallToolResult:
         result = await self._forward(
@@ -463,7 +504,11 @@ class McpUpstream:
             await self._emit("upstream.crash", error=reason, pid=pid)
 
     async def _request_error(self, link: _Link, exc: MCPError, what: str) -> UpstreamError:
-        if exc.code == CONNECTION_CLOSED:
+        # Only a transport that really closed is a crash: -32000 is also the code many servers
+        # use for their own errors ("Server error"), answered on a healthy connection.
+        if exc.code == CONNECTION_CLOSED and (
+            link.session.connection_closed() or (link.process is not None and link.process.exited.is_set())
+        ):
             if link.process is not None:
                 # The pipe closed first; give the exit code and stderr a moment to land.
                 with anyio.move_on_after(1.0):
@@ -520,6 +565,8 @@ class McpUpstream:
             types.PromptListChangedNotification: "prompts",
         }.get(type(message))
         if kind is not None and self._tg is not None:
+            if kind == "tools" and self._tools_settled.is_set():
+                self._tools_settled = anyio.Event()
             if kind in self._refreshing:
                 self._refresh_again.add(kind)
             else:
@@ -546,6 +593,8 @@ class McpUpstream:
                     return
         finally:
             self._refreshing.discard(kind)
+            if kind == "tools":
+                self._tools_settled.set()
 
     async def _relist(self, session: UpstreamSession, kind: str) -> None:
         if kind == "tools":

@@ -45,6 +45,7 @@ def tool_definition(server: str, tool: types.Tool) -> ToolDefinition:
     """The reviewable fields of ``tool`` as plain JSON values (wire names, ``None`` fields dropped)."""
     wire: dict[str, Any] = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
     annotations = wire.get("annotations")
+    icons = wire.get("icons")
     return ToolDefinition(
         server=server,
         name=tool.name,
@@ -53,6 +54,9 @@ def tool_definition(server: str, tool: types.Tool) -> ToolDefinition:
         output_schema=wire.get("outputSchema"),
         annotations=annotations if annotations else None,
         title=wire.get("title"),
+        execution=wire.get("execution") or None,
+        icons=tuple(icons) if icons else None,
+        meta=_clean(wire.get("_meta")) or None,
     )
 
 
