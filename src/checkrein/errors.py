@@ -1,7 +1,7 @@
 """checkrein's one exception tree. Every error carries a stable ``code`` that reaches the client.
 
     CheckreinError                      checkrein.error
-    ├── ConfigError                     config.invalid        (file, line, key in the message)
+    ├── ConfigError                     config.invalid        (file, line, key in the message; every problem in `problems`)
     ├── CatalogError                    catalog.error
     │   ├── ToolNotFound                tool.not_found
     │   ├── ToolQuarantined             tool.quarantined      (definition drifted from checkrein.lock)
@@ -22,6 +22,8 @@
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 __all__ = [
     "AnalyzerFailed",
@@ -74,15 +76,27 @@ class ConfigError(CheckreinError):
         line: int | None = None,
         key: str | None = None,
         code: str | None = None,
+        fix: str | None = None,
+        problems: Sequence[ConfigError] = (),
     ) -> None:
         self.file = file
         self.line = line
         self.key = key
+        self.detail = message
+        """The message without the file, line and key."""
+        self.fix = fix
+        """How to fix it, when there is something more specific to say than the message."""
+        self.problems: tuple[ConfigError, ...] = tuple(problems)
+        """When this error stands for several (a config with many mistakes): each of them."""
         where = ""
         if file is not None:
             where = file + (f":{line}" if line is not None else "")
         prefix = ", ".join(p for p in (where, f"key '{key}'" if key else "") if p)
         super().__init__(f"{prefix}: {message}" if prefix else message, code=code)
+
+    def each(self) -> tuple[ConfigError, ...]:
+        """Every problem this error reports: its `problems`, or itself alone."""
+        return self.problems or (self,)
 
 
 class CatalogError(CheckreinError):

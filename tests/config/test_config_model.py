@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkrein.config import expand_env, parse_config
+from checkrein.config import parse_config
 from checkrein.errors import ConfigError
 
 
@@ -27,7 +27,7 @@ def test_unknown_key_names_file_line_and_key() -> None:
 def test_http_alias_and_transport_fields() -> None:
     cfg = parse_config('[[servers]]\nname = "w"\ntransport = "http"\nurl = "http://127.0.0.1:1/mcp"\n')
     assert cfg.servers[0].transport == "streamable-http"
-    with pytest.raises(ConfigError, match="make no sense"):
+    with pytest.raises(ConfigError, match="makes no sense"):
         parse_config('[[servers]]\nname = "w"\ntransport = "sse"\nurl = "http://h/sse"\ncommand = "x"\n')
     with pytest.raises(ConfigError, match="needs `command`"):
         parse_config('[[servers]]\nname = "w"\n')
@@ -56,8 +56,8 @@ def test_contradictions_are_rejected() -> None:
 
 def test_identity_tokens_must_be_env_references() -> None:
     with pytest.raises(ConfigError, match="ENV_VAR"):
-        parse_config('[[identities]]\nname = "alice"\ntoken = "hunter2"\n')
-    cfg = parse_config('[[identities]]\nname = "alice"\ntoken = "${ALICE_TOKEN}"\n')
-    assert expand_env(cfg.identities[0].token, {"ALICE_TOKEN": "t"}) == "t"
+        parse_config('[[identities]]\nname = "alice"\ntoken = "hunter2"\n', environ={})
+    cfg = parse_config('[[identities]]\nname = "alice"\ntoken = "${ALICE_TOKEN}"\n', environ={"ALICE_TOKEN": "t"})
+    assert cfg.identities[0].token == "t"
     with pytest.raises(ConfigError, match="ALICE_TOKEN"):
-        expand_env(cfg.identities[0].token, {})
+        parse_config('[[identities]]\nname = "alice"\ntoken = "${ALICE_TOKEN}"\n', environ={})

@@ -63,7 +63,7 @@ def test_task_files_lint_clean(path: str) -> None:
 
 
 def test_gateway_config_loads_and_allows_only_the_monitor_tool() -> None:
-    cfg = load_config(TASK / "environment" / "checkrein.toml")
+    cfg = load_config(TASK / "environment" / "checkrein.toml", environ={"CHECKREIN_TOKEN": "x"})
     assert cfg.policy.default == "deny" and cfg.policy.allow == ("monitor__get_incident_snapshot",)
     assert cfg.servers[0].args == ("-m", "checkrein.servers.monitor")
     assert cfg.audit.dir == "/var/lib/checkrein/audit"

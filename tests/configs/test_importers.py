@@ -81,7 +81,7 @@ def test_imported_config_is_default_deny_commented_and_loads(tmp_path: Path) -> 
     for source in (CLAUDE, CODEX, HARBOR):
         result = read_client_config(source)
         out = write_atomic(tmp_path / f"{source.stem}.toml", render_checkrein_config(result))
-        cfg = load_config(out)
+        cfg = load_config(out, unset="keep")  # the moved secrets' variables are not set here
         assert cfg.policy.default == "deny" and cfg.policy.allow == ()
         assert [s.name for s in cfg.servers] == [s.name for s in result.servers]
         body = out.read_text()
@@ -130,7 +130,7 @@ def test_import_emit_import_gives_the_same_servers(tmp_path: Path) -> None:
     servers back into a client format and reading it again yields the same servers."""
     result = read_client_config(CLAUDE)
     cfg_path = write_atomic(tmp_path / "checkrein.toml", render_checkrein_config(result))
-    cfg = load_config(cfg_path)
+    cfg = load_config(cfg_path, environ={}, unset="keep")  # unset: every reference stays as written
     from_cfg = [
         ImportedServer(name=s.name, transport=s.transport, command=s.command, args=s.args, env=dict(s.env), url=s.url, headers=dict(s.headers))
         for s in cfg.servers
@@ -188,7 +188,7 @@ def test_cli_import_writes_atomically_and_refuses_to_overwrite(tmp_path: Path) -
     first = runner.invoke(app, ["import", str(CLAUDE), "--out", str(out)])
     assert first.exit_code == 0, first.stderr
     assert "moved inline secret" in first.stderr and SECRETS[0] not in out.read_text()
-    load_config(out)
+    load_config(out, unset="keep")
     second = runner.invoke(app, ["import", str(CLAUDE), "--out", str(out)])
     assert second.exit_code == 2 and "--force" in second.stderr
     emitted = runner.invoke(app, ["emit", "--for", "codex", "--config", str(out)])
@@ -234,12 +234,13 @@ def test_no_token_survives_import_wherever_it_was_written(secret: str, key: str)
 
 def test_url_written_as_a_reference_is_kept_for_the_gateway_to_expand() -> None:
     """Regression (reference URL broke import): `${VAR:-https://...}` and `${VAR}` URLs are kept as
-    written (the gateway expands them like Claude does) and the rendered config loads."""
-    for url in ("${SENTRY_URL:-https://mcp.sentry.dev/mcp}", "${X_URL}"):
+    written (the gateway resolves them at load, like Claude does) and the rendered config loads."""
+    for url, resolved in (("${SENTRY_URL:-https://mcp.sentry.dev/mcp}", "https://mcp.sentry.dev/mcp"), ("${X_URL}", "https://x.example/mcp")):
         text = json.dumps({"mcpServers": {"sentry": {"type": "http", "url": url}}})
         result = read_client_text(text, "claude", source=".mcp.json")
         assert result.servers[0].url == url
-        assert parse_config(render_checkrein_config(result)).servers[0].url == url
+        cfg = parse_config(render_checkrein_config(result), environ={"X_URL": "https://x.example/mcp"})
+        assert cfg.servers[0].url == resolved and cfg.as_written()["servers"][0]["url"] == url
     with pytest.raises(ConfigError) as ei:
         read_client_text(json.dumps({"mcpServers": {"x": {"type": "http", "url": "ftp://h/x"}}}), "claude", source=".mcp.json")
     assert ei.value.file == ".mcp.json" and ei.value.key == "mcpServers.x"

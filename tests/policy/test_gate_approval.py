@@ -15,7 +15,7 @@ import pytest
 from _policy_helpers import call
 
 from checkrein.canonical import digest
-from checkrein.config import ApprovalSettings
+from checkrein.config import ApprovalSettings, config_from_mapping
 from checkrein.errors import ApprovalError
 from checkrein.gate.approval import (
     AutoApprover,
@@ -312,9 +312,11 @@ def test_build_approver_picks_the_mode(mode: str) -> None:
     assert bound.ttl_s == 300.0
 
 
-def test_build_approver_expands_env_in_webhook_headers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOOK_TOKEN", "s3cret")
-    settings = ApprovalSettings(mode="webhook", webhook_url="http://127.0.0.1:1/", webhook_headers={"x-token": "${HOOK_TOKEN}"})
-    bound = build_approver(settings, clock=FakeClock())
+def test_webhook_headers_resolved_at_load_reach_the_approver() -> None:
+    """`${VAR}` in `[approval] webhook_headers` is resolved by the loader, not by the approver."""
+    approval = {"mode": "webhook", "webhook_url": "http://127.0.0.1:1/", "webhook_headers": {"x-token": "${HOOK_TOKEN}"}}
+    cfg = config_from_mapping({"approval": approval}, environ={"HOOK_TOKEN": "s3cret"})
+    assert cfg.as_written()["approval"]["webhook_headers"] == {"x-token": "${HOOK_TOKEN}"}
+    bound = build_approver(cfg.approval, clock=FakeClock())
     assert isinstance(bound.inner, WebhookApprover)
     assert bound.inner.headers == {"x-token": "s3cret"}

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from checkrein.config import ServerConfig
+from checkrein.config import ServerConfig, config_from_mapping
 from checkrein.errors import UpstreamTimeout, UpstreamUnavailable
 from checkrein.upstream import Backoff, McpUpstream
 from checkrein.upstream.session import Era
@@ -45,9 +45,12 @@ async def test_streamable_http_calls_and_lists_in_both_eras(http_echo_url: str, 
         assert [p.name for p in await up.list_prompts()] == ["greet"]
 
 
-async def test_headers_expand_env_variables_and_reach_the_server(http_echo_url: str) -> None:
-    cfg = http(http_echo_url, headers={"X-Api-Key": "key-${CHECKREIN_TEST_KEY}"})
-    async with running(cfg, environ={"CHECKREIN_TEST_KEY": "s3cret"}) as up:
+async def test_headers_resolved_at_load_reach_the_server(http_echo_url: str) -> None:
+    """A ${VAR} in a header is resolved by the loader and sent to the server."""
+    written = {"name": "web", "transport": "streamable-http", "url": http_echo_url + "/mcp",
+               "headers": {"X-Api-Key": "key-${CHECKREIN_TEST_KEY}"}}
+    cfg = config_from_mapping({"servers": [written]}, environ={"CHECKREIN_TEST_KEY": "s3cret"}).servers[0]
+    async with running(cfg) as up:
         assert text(await up.call_tool("header", {"name": "x-api-key"}, timeout_s=10)) == "key-s3cret"
 
 

@@ -46,8 +46,9 @@ failed_open, dropped."""
 
 
 def config_digest(config: Config) -> str:
-    """``sha256:<hex>`` of the validated config (canonical JSON; the file path is not part of it)."""
-    return digest(config.model_dump(mode="json", exclude={"source"}))
+    """``sha256:<hex>`` of the validated config as written (canonical JSON; ``${VAR}`` references
+    as references, so no secret read from the environment is hashed; the file path is not part of it)."""
+    return digest(config.as_written())
 
 
 def gateway_start_fields(config: Config, policy_digest: str, **more: Any) -> dict[str, Any]:

@@ -9,7 +9,8 @@ results are published.
 Secrets never enter a ledger: a value `checkrein import` would treat as an inline secret (in env,
 headers, arguments or the URL) is written as ``<secret>`` (not even hashed: a short password's
 hash can be guessed); other environment and header values are kept when they are ``${VAR}``
-references and replaced by their SHA-256 otherwise (so a change still shows).
+references and replaced by their SHA-256 otherwise (so a change still shows). Launch fields and
+the policy are taken as written (`Config.as_written`), so a resolved variable never enters.
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ def _pinned_value(value: str) -> str:
     return value if "${" in value else "sha256:" + sha256_hex(value.encode("utf-8"))
 
 
-def _launch_fields(cfg: ServerConfig) -> dict[str, Any]:
-    """How the gateway starts or reaches ``cfg``, every inline secret replaced by `SECRET`."""
+def _launch_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """How the gateway starts or reaches the server ``cfg`` (as written: `Config.as_written`),
+    every inline secret replaced by `SECRET`."""
     moved: list[str] = []
     mover = SecretMover(lambda _server, _where, variable: moved.append(variable))
+    name = str(cfg["name"])
 
     def hide(value: str) -> str:
         for variable in moved:
@@ -77,17 +80,18 @@ def _launch_fields(cfg: ServerConfig) -> dict[str, Any]:
     def pin(value: str, kept: str) -> str:
         return hide(kept) if kept != value else _pinned_value(value)
 
-    if cfg.transport == "stdio":
-        env = {k: pin(v, mover.env(cfg.name, k, v)) for k, v in sorted(cfg.env.items())}
-        args = mover.args(cfg.name, list(cfg.args))
-        return {"command": cfg.command, "args": [hide(a) for a in args], "cwd": cfg.cwd, "env": env}
-    headers = {k: pin(v, mover.header(cfg.name, k, v)) for k, v in sorted(cfg.headers.items())}
-    return {"url": hide(mover.url(cfg.name, cfg.url)) if cfg.url else cfg.url, "headers": headers}
+    if cfg["transport"] == "stdio":
+        env = {k: pin(v, mover.env(name, k, v)) for k, v in sorted(cfg["env"].items())}
+        args = mover.args(name, list(cfg["args"]))
+        return {"command": cfg["command"], "args": [hide(a) for a in args], "cwd": cfg["cwd"], "env": env}
+    headers = {k: pin(v, mover.header(name, k, v)) for k, v in sorted(cfg["headers"].items())}
+    url = cfg["url"]
+    return {"url": hide(mover.url(name, url)) if url else url, "headers": headers}
 
 
-def _server_entry(cfg: ServerConfig, snap: ServerSnapshot | None) -> dict[str, Any]:
+def _server_entry(cfg: ServerConfig, written: Mapping[str, Any], snap: ServerSnapshot | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"transport": cfg.transport, "enabled": cfg.enabled, "timeout_s": cfg.timeout_s, "security_level": cfg.security_level}
-    entry |= _launch_fields(cfg)
+    entry |= _launch_fields(written)
     if snap is None:
         entry |= {"state": "not-started", "reported": None, "tools": {}}
         return entry
@@ -114,7 +118,9 @@ def build_ledger(
     Deterministic: the same inputs give the same canonical bytes (no clock, no host names).
     The ``digest`` field covers every other field."""
     snaps = {s.name: s for s in servers}
-    policy = config.policy.model_dump(mode="json")
+    # Launch fields and policy as written: a ${VAR} stays a reference, its value never enters.
+    written = config.as_written()
+    policy = written["policy"]
     catalog = build_catalog(
         {s.name: list(s.tools) for s in servers if s.name in {c.name for c in config.servers if c.enabled}},
         separator=config.gateway.separator,
@@ -141,7 +147,9 @@ def build_ledger(
         "ledger_version": LEDGER_VERSION,
         "software": software,
         "gateway": {"name": config.gateway.name, "separator": config.gateway.separator},
-        "servers": {c.name: _server_entry(c, snaps.get(c.name)) for c in config.servers},
+        "servers": {
+            c.name: _server_entry(c, w, snaps.get(c.name)) for c, w in zip(config.servers, written["servers"], strict=True)
+        },
         "catalog": {
             "digest": digest({e.exposed: e.digest for e in catalog}),
             "tools": {e.exposed: e.digest for e in catalog},

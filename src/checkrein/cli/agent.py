@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from checkrein.config import load_config
+from checkrein.config import CREDENTIALS, load_config
 from checkrein.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def run(
         raise typer.Exit(2)
     try:
         if config is not None:
-            cfg = load_config(config)
+            cfg = load_config(config, unused=CREDENTIALS)  # the gateway it starts serves stdio
             target = gateway_target(config)
             directory = trace_dir or trace_dir_for(cfg)
         else:

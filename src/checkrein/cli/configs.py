@@ -21,7 +21,7 @@ from checkrein import __version__
 from checkrein.catalog.ledger import ServerSnapshot, build_ledger, diff_ledgers, render_ledger
 from checkrein.catalog.lock import read_lock
 from checkrein.catalog.skills import SkillsCheck, check_skills
-from checkrein.config import Config, load_config
+from checkrein.config import CREDENTIALS, Config, load_config
 from checkrein.config.importers import (
     ConfigKind,
     emit_client_config,
@@ -67,7 +67,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 def _load(path: Path) -> Config:
     try:
-        return load_config(path)
+        return load_config(path, unused=CREDENTIALS)  # no command here serves HTTP
     except ConfigError as exc:
         raise _fail(exc.message) from None
 

@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 failure (pin not confirmed, the gateway stopped on an e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -25,10 +26,13 @@ from rich.table import Table
 
 from checkrein.audit.record import LifecycleRecord
 from checkrein.catalog import PinPlan, plan_pin, read_lock, render_plan, write_lock
-from checkrein.config import Config, load_config
+from checkrein.config import CREDENTIALS, Config, load_config
+from checkrein.config.env import Location
+from checkrein.config.problems import did_you_mean
 from checkrein.errors import CheckreinError, ConfigError
 from checkrein.gate.factory import NullAuditTrail, build_gate, default_audit
 from checkrein.gate.pipeline import Gate
+from checkrein.policy.governance import unmatched_patterns
 
 __all__ = ["register"]
 
@@ -46,9 +50,14 @@ def _err(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
 
 
-def _load(path: Path) -> Config:
+def _unused(transport: Transport | None) -> tuple[Location, ...]:
+    """What a command does not read: tokens, unless it serves HTTP."""
+    return () if transport is Transport.http else CREDENTIALS
+
+
+def _load(path: Path, transport: Transport | None = None) -> Config:
     try:
-        return load_config(path)
+        return load_config(path, unused=_unused(transport))
     except ConfigError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(2) from None
@@ -72,6 +81,11 @@ def _report_start(gate: Gate) -> None:
         _err(f"checkrein: quarantined {q.exposed}: {q.drift} (review with `checkrein pin`)")
     if gate.lock_written:
         _err(f"checkrein: wrote {gate.config.lock_path} (trust on first use); commit it")
+    if not gate.failures:  # a server that is down has no tools for the rules to match
+        names = [e.exposed for e in gate.catalog]
+        for stale in unmatched_patterns(gate.config.policy, names):
+            hint = did_you_mean(stale.split(": ", 1)[-1], names)
+            _err(f"checkrein: warning: policy {stale} matches no tool{hint}")
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
@@ -128,7 +142,8 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
             tg.start_soon(_retry_failed_starts, gate)
         if config.source:
             # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
-            await tg.start(ConfigWatcher(config.source, gate.apply_config).run)
+            load = functools.partial(load_config, unused=_unused(transport))
+            await tg.start(ConfigWatcher(config.source, gate.apply_config, load=load).run)
         if transport is Transport.stdio:
             await serve_stdio(gate)
         else:
@@ -155,7 +170,7 @@ def serve(
 
     Exit codes: 0 ok, 1 failure, 2 usage or config error.
     """
-    cfg = _load(config)
+    cfg = _load(config, transport)
     _logging(log_level)
     try:
         anyio.run(_serve, cfg, transport, host, port)

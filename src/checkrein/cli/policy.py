@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from checkrein.catalog.lock import load_pinned_tools
-from checkrein.config import Config, load_config
+from checkrein.config import CREDENTIALS, LAUNCH, WEBHOOK, Config, load_config
+from checkrein.config.problems import did_you_mean
 from checkrein.errors import CheckreinError
 from checkrein.frontend.context import local_identity
 from checkrein.policy import (
@@ -60,7 +61,8 @@ def _identity(config: Config, name: str | None, anonymous: bool = False) -> Iden
 
 def _load(config_path: Path) -> tuple[Config, CompiledPolicy]:
     try:
-        config = load_config(config_path)
+        # Deciding needs the policy, not tokens, launch commands or the webhook's headers.
+        config = load_config(config_path, unused=(*CREDENTIALS, *LAUNCH, *WEBHOOK))
         tools = load_pinned_tools(config)
     except CheckreinError as exc:
         raise _usage(str(exc)) from None
@@ -114,7 +116,7 @@ def check(
         d = Decision(
             "deny",
             "tool.not_found",
-            (f"{tool} is not in {config.lock_path.name}; it is unknown or not pinned (run `checkrein pin`)",),
+            (f"{tool} is not in {config.lock_path.name}{did_you_mean(tool, policy.plans)}; it is unknown or not pinned (run `checkrein pin`)",),
             error_code="tool.not_found",
         )
     else:
@@ -148,7 +150,8 @@ def tools(
             "flow": list(f.labels), "flow_why": why, "flow_effects": {"rule_of_two": f.rule_of_two, "provenance": f.provenance},
         })  # fmt: skip
     for stale in unmatched_patterns(config.policy, policy.plans):
-        print(f"checkrein: warning: {stale} matches no pinned tool", file=sys.stderr)
+        hint = did_you_mean(stale.split(": ", 1)[-1], policy.plans)
+        print(f"checkrein: warning: {stale} matches no pinned tool{hint}", file=sys.stderr)
     if as_json:
         for row in rows:
             print(json.dumps(row))

@@ -2,7 +2,7 @@
 
 from .audit import AuditSettings
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
-from .model import Config, config_from_mapping, expand_env, load_config, parse_config
+from .model import CREDENTIALS, LAUNCH, WEBHOOK, Config, config_from_mapping, load_config, parse_config
 from .policy import (
     ApprovalSettings,
     ArgConstraint,
@@ -14,6 +14,9 @@ from .policy import (
 )
 
 __all__ = [
+    "CREDENTIALS",
+    "LAUNCH",
+    "WEBHOOK",
     "ApprovalSettings",
     "ArgConstraint",
     "AuditSettings",
@@ -27,7 +30,6 @@ __all__ = [
     "ServerConfig",
     "ToolRule",
     "config_from_mapping",
-    "expand_env",
     "load_config",
     "parse_config",
 ]

@@ -55,6 +55,11 @@ def locate(text: str, loc: Sequence[str | int]) -> int | None:
             best = h[0] + 1
             prefix = [candidate]
             continue
+        if any(h[1].startswith(candidate + ".") and start <= h[0] < end for h in headers):
+            # An implicit table: only deeper headers name it (`[policy.tools."x"]` for `tools`).
+            prefix = [candidate]
+            idx += 1
+            continue
         # A plain key inside the current section (or a dotted-key table header below it).
         key_re = re.compile(r"^\s*[\"']?" + re.escape(str(part)) + r"[\"']?\s*[=.]")
         for i in range(start, end):
@@ -67,3 +72,21 @@ def locate(text: str, loc: Sequence[str | int]) -> int | None:
                 return i + 1
         return best
     return best
+
+
+def show_line(text: str, line: int, column: int | None = None) -> str:
+    """Line ``line`` of ``text`` (and the one before it, where a missing bracket or quote usually
+    is), numbered, with a caret under ``column``; the empty string past the end of ``text``."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines) + 1:
+        return ""
+    width = len(str(line))
+    out = []
+    for n in (line - 1, line):
+        if 1 <= n <= len(lines):
+            out.append(f"  {n:>{width}} | {lines[n - 1]}")
+        elif n == len(lines) + 1:
+            out.append(f"  {n:>{width}} | (end of file)")
+    if column is not None and line <= len(lines):
+        out.append(f"  {'':>{width}} | {' ' * max(column - 1, 0)}^")
+    return "\n".join(out)

@@ -13,7 +13,12 @@ Transport = Literal["stdio", "sse", "streamable-http"]
 SecurityLevel = Literal["low", "medium", "high"]
 
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_EMPTY_TOKEN = "the token is empty; an empty token would leave HTTP authentication off"
+
+
+def _keys(keys: list[str]) -> str:
+    listed = ", ".join(f"`{k}`" for k in keys)
+    return f"{listed} makes no sense" if len(keys) == 1 else f"{listed} make no sense"
 
 
 class _Strict(BaseModel):
@@ -24,11 +29,19 @@ class GatewaySettings(_Strict):
     name: str = "checkrein"
     separator: str = Field("__", min_length=1, max_length=4)
     token: str | None = None
-    """Bearer token for the HTTP frontend; a literal or a `${ENV}` reference. Env CHECKREIN_TOKEN also works."""
+    """Bearer token for the HTTP frontend; a literal or a `${ENV}` reference. Unset: env
+    CHECKREIN_TOKEN when it is set. Never empty (an empty token would mean no authentication)."""
     allowed_origins: tuple[str, ...] = ()
     """Origins allowed to call the HTTP frontend besides loopback ones."""
     lock_file: str | None = None
     """Path of the pin file; default `checkrein.lock` beside the config."""
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_empty(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError(_EMPTY_TOKEN)
+        return v
 
     @field_validator("separator")
     @classmethod
@@ -91,7 +104,7 @@ class ServerConfig(_Strict):
                 raise ValueError("a stdio server needs `command`")
             wrong = [k for k in ("url", "headers") if getattr(self, k)]
             if wrong:
-                raise ValueError(f"{', '.join(wrong)} make no sense for a stdio server (use `command`)")
+                raise ValueError(f"{_keys(wrong)} for a stdio server (use `command`)")
         else:
             if not self.url:
                 raise ValueError(f"a {self.transport} server needs `url`")
@@ -99,18 +112,19 @@ class ServerConfig(_Strict):
                 raise ValueError("`url` must start with http:// or https:// (or be a ${VAR} reference)")
             wrong = [k for k in ("command", "args", "env", "cwd") if getattr(self, k)]
             if wrong:
-                raise ValueError(f"{', '.join(wrong)} make no sense for a {self.transport} server (use `url`)")
+                raise ValueError(f"{_keys(wrong)} for a {self.transport} server (use `url`)")
         return self
 
 
 class IdentityConfig(_Strict):
     name: str = Field(min_length=1, max_length=128)
     token: str
+    """Always written as a ``${ENV_VAR}`` reference (checked by the loader before resolving it)."""
     roles: tuple[str, ...] = ()
 
     @field_validator("token")
     @classmethod
-    def _token_is_env_ref(cls, v: str) -> str:
-        if not _ENV_REF.fullmatch(v):
-            raise ValueError("identity tokens must be a ${ENV_VAR} reference, never a literal secret")
+    def _token_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError(_EMPTY_TOKEN)
         return v

@@ -5,22 +5,42 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from checkrein.errors import ConfigError
 
-from ._locate import locate
+from ._locate import locate, show_line
 from .audit import AuditSettings
+from .env import Location, resolve_references, written_form
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
 from .policy import ApprovalSettings, BudgetSettings, PolicySettings
+from .problems import key_string, problems_of, raise_problems
 
-__all__ = ["Config", "expand_env", "load_config", "parse_config"]
+__all__ = [
+    "CREDENTIALS",
+    "LAUNCH",
+    "WEBHOOK",
+    "Config",
+    "UnsetPolicy",
+    "config_from_mapping",
+    "load_config",
+    "parse_config",
+]
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+CREDENTIALS: tuple[Location, ...] = (("gateway", "token"), ("identities", "*", "token"))
+"""Where the HTTP frontend's tokens sit (``*`` matches any one part of a location)."""
+LAUNCH: tuple[Location, ...] = tuple(("servers", "*", k) for k in ("command", "args", "env", "cwd", "url", "headers"))
+"""How upstream servers are started or reached."""
+WEBHOOK: tuple[Location, ...] = (("approval", "webhook_url"), ("approval", "webhook_headers"))
+"""Where the approval webhook is and what it is sent."""
+
+
+def _under(loc: Location, patterns: Collection[Location]) -> bool:
+    return any(len(loc) >= len(p) and all(q in ("*", part) for q, part in zip(p, loc, strict=False)) for p in patterns)
 
 
 class Config(BaseModel):
@@ -38,6 +58,11 @@ class Config(BaseModel):
 
     source: str | None = Field(None, exclude=True)
     """Path of the file this config was read from (not part of the TOML)."""
+
+    _written: dict[Location, str] = PrivateAttr(default_factory=dict)
+    """Location -> the string as written, for each value a ``${VAR}`` reference gave."""
+    _unresolved: dict[Location, str] = PrivateAttr(default_factory=dict)
+    """Location -> the unset variable, where the loader was told the value is not used."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
@@ -85,60 +110,160 @@ class Config(BaseModel):
         raise KeyError(name)
 
 
-def expand_env(value: str, env: Mapping[str, str] | None = None) -> str:
-    """Replace `${VAR}` and `${VAR:-default}` in ``value``; an unset variable without a default
-    raises ``ConfigError`` naming it."""
-    environ = os.environ if env is None else env
+    def require_resolved(self, where: Collection[Location], purpose: str) -> None:
+        """Raise ``ConfigError`` naming each unset variable under ``where`` (location patterns
+        such as `CREDENTIALS`) that the loader let through because it was declared unused:
+        whatever is about to use those values (``purpose``) must not see a ``${VAR}`` instead."""
+        missing = [(loc, var) for loc, var in self._unresolved.items() if _under(loc, where)]
+        if missing:
+            raise_problems(
+                [ConfigError(f"environment variable {var} is not set; {purpose} needs it", file=self.source,
+                             key=key_string(loc), code="config.env_unset") for loc, var in missing],
+                file=self.source, code="config.env_unset",
+            )
 
-    def sub(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
-        if name in environ:
-            return environ[name]
-        if default is not None:
-            return default
-        raise ConfigError(f"environment variable {name} is not set", key=name, code="config.env_unset")
+    def as_written(self) -> dict[str, Any]:
+        """This config as a JSON-able mapping, with every string that came from a ``${VAR}``
+        reference written as the reference, never its value.
 
-    return _ENV.sub(sub, value)
+        Use it for anything that leaves the process (the ledger, the audit's config digest,
+        emitted configs): a secret read from the environment must not be copied out of it."""
+        return written_form(self.model_dump(mode="json", exclude={"source"}), self._written)
 
 
-def _loc_str(loc: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + part
+_WHOLE_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_TOKEN_VARIABLE = "CHECKREIN_TOKEN"
+
+
+def _as_written_checks(data: Mapping[str, Any], source: str | None, text: str) -> list[ConfigError]:
+    """Rules about the text as written, checked before any reference is resolved."""
+    out: list[ConfigError] = []
+    identities = data.get("identities")
+    for i, ident in enumerate(identities if isinstance(identities, list) else []):
+        token = ident.get("token") if isinstance(ident, Mapping) else None
+        if isinstance(token, str) and not _WHOLE_REFERENCE.fullmatch(token):
+            loc: Location = ("identities", i, "token")
+            out.append(ConfigError(
+                "identity tokens must be a ${ENV_VAR} reference, never a literal secret",
+                file=source, line=locate(text, loc) if text else None, key=key_string(loc),
+                fix='Write token = "${VAR}" and set VAR in the gateway\'s environment.',
+            ))
     return out
 
 
-def parse_config(text: str, *, source: str = "<config>") -> Config:
-    """Validate TOML ``text``; raises ``ConfigError`` naming ``source``, the line and the key."""
+def _with_token_variable(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Env ``CHECKREIN_TOKEN`` is the gateway token when ``[gateway] token`` is not written."""
+    gateway = data.get("gateway", {})
+    if _TOKEN_VARIABLE in environ and isinstance(gateway, Mapping) and "token" not in gateway:
+        return {**data, "gateway": {**gateway, "token": "${" + _TOKEN_VARIABLE + "}"}}
+    return data
+
+
+def _malformed_toml(exc: tomllib.TOMLDecodeError, text: str, source: str) -> ConfigError:
+    m = re.search(r"line (\d+), column (\d+)", str(exc))
+    line, column = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+    shown = show_line(text, line, column) if line is not None else ""
+    return ConfigError(f"malformed TOML: {exc}" + (f"\n{shown}" if shown else ""), file=source, line=line,
+                       fix="Fix the TOML syntax at the line shown (a missing quote, bracket or comma?).")
+
+
+def parse_config(
+    text: str,
+    *,
+    source: str = "<config>",
+    environ: Mapping[str, str] | None = None,
+    unset: UnsetPolicy = "error",
+    unused: Collection[Location] = (),
+) -> Config:
+    """Validate TOML ``text``; raises ``ConfigError`` naming ``source``, the line and the key of
+    every problem (see `config_from_mapping` for ``environ`` and ``unset``)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        raise ConfigError(f"malformed TOML: {exc}", file=source, line=int(m.group(1)) if m else None) from exc
-    return config_from_mapping(data, source=source, text=text)
+        raise _malformed_toml(exc, text, source) from exc
+    return config_from_mapping(data, source=source, text=text, environ=environ, unset=unset, unused=unused)
 
 
-def config_from_mapping(data: Mapping[str, Any], *, source: str = "<config>", text: str = "") -> Config:
+UnsetPolicy = Literal["error", "keep"]
+"""What an unset ``${VAR}`` is: an ``error`` (loading a config to run it), or ``keep`` it as
+written (checking a config for another machine, e.g. `checkrein import` and `lint`)."""
+
+
+def config_from_mapping(
+    data: Mapping[str, Any],
+    *,
+    source: str = "<config>",
+    text: str = "",
+    environ: Mapping[str, str] | None = None,
+    unset: UnsetPolicy = "error",
+    unused: Collection[Location] = (),
+) -> Config:
+    """Resolve every ``${VAR}`` in ``data`` against ``environ`` (default ``os.environ``), then
+    validate it. ``text`` (the TOML source) locates problems by line.
+
+    An unset variable is an error, except with ``unset="keep"``, under the ``unused`` location
+    patterns (`CREDENTIALS`, `LAUNCH`, `WEBHOOK`: what the caller will not use, e.g. tokens for
+    a stdio gateway) and in disabled servers; there the value is kept as written, and
+    `Config.require_resolved` refuses it to whoever would use it.
+
+    Raises one ``ConfigError`` listing every problem (each in its ``problems``): unset
+    variables, unknown keys with the closest known one, bad values, contradictions."""
+    env = os.environ if environ is None else environ
+    file = source
+    problems = _as_written_checks(data, file, text)
+    body = dict(data)
+    if "source" in body:
+        problems.append(ConfigError("unknown key `source` (not part of checkrein's config)", file=file,
+                                    line=locate(text, ("source",)) if text else None, key="source"))
+        del body["source"]
+    resolution = resolve_references(_with_token_variable(body, env), env)
+    unset_at: list[Location] = []
+    unresolved: dict[Location, str] = {}
+    servers = body.get("servers")
+    off = [("servers", i) for i, s in enumerate(servers if isinstance(servers, list) else [])
+           if isinstance(s, Mapping) and s.get("enabled") is False]
+    for u in resolution.unset:
+        if _under(u.location, off):
+            continue  # a disabled server is never started: its values are never used
+        if unset == "keep" or _under(u.location, unused):
+            unresolved[u.location] = u.variable
+        else:
+            unset_at.append(u.location)
+            problems.append(ConfigError(
+                f"environment variable {u.variable} is not set", file=file,
+                line=locate(text, u.location) if text else None, key=key_string(u.location),
+                code="config.env_unset",
+                fix=f"Export {u.variable} before starting checkrein, or write ${{{u.variable}:-default}}.",
+            ))
+    config: Config | None = None
     try:
-        return Config.model_validate({**data, "source": source if source != "<config>" else None})
+        config = Config.model_validate({**resolution.data, "source": source if source != "<config>" else None})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        # pydantic adds the literal/union variant to the loc; drop names that are not config keys
-        loc = tuple(p for p in loc if p not in ("literal['deny']",))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (not part of checkrein's config)"
-        line = locate(text, loc) if text else None
-        more = f" (and {len(exc.errors()) - 1} more error(s))" if len(exc.errors()) > 1 else ""
-        raise ConfigError(msg + more, file=source, line=line, key=_loc_str(loc) or None) from exc
+        found = problems_of(exc, root=Config, file=file, text=text, written=resolution.written, empty=resolution.empty)
+        # A value left unresolved fails its own validation too; its unset variable says it all.
+        problems += [p for p in found if not any(_within(p.key, at) for at in unset_at)]
+    if problems or config is None:
+        codes = {p.code for p in problems}
+        raise_problems(problems, file=file, code=codes.pop() if len(codes) == 1 else None)
+    config._written = resolution.written
+    config._unresolved = unresolved
+    return config
 
 
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read and validate the TOML file at ``path``."""
+def _within(key: str | None, at: Location) -> bool:
+    written = key_string(at)
+    return key is not None and (key == written or written.startswith(key + ".") or written.startswith(key + "["))
+
+
+def load_config(
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    unset: UnsetPolicy = "error",
+    unused: Collection[Location] = (),
+) -> Config:
+    """Read and validate the TOML file at ``path``, every ``${VAR}`` resolved against ``environ``
+    (default ``os.environ``; see `config_from_mapping`)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -148,4 +273,4 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError("config is not valid UTF-8", file=str(p)) from exc
-    return parse_config(text, source=str(p))
+    return parse_config(text, source=str(p), environ=environ, unset=unset, unused=unused)

@@ -50,7 +50,7 @@ def template_matrix(scripted_work: Path) -> tuple[dict[str, dict[str, str]], str
     ident = Identity(user="demo", source="stdio")
     matrix: dict[str, dict[str, str]] = {label: {} for label, _, _ in PROBES}
     for template in TEMPLATES:
-        data = base.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        data = base.as_written()  # resolved again below; a resolved value is never resolved twice
         data.setdefault("policy", {})["template"] = template
         cfg = config_from_mapping(data, source=str(candidates[0] / "checkrein.toml"))
         policy = compile_policy(cfg, tools)

@@ -1,19 +1,20 @@
 """Who may call the HTTP frontend: bearer tokens, identities, and allowed Origins.
 
-Pure over headers, so it is testable without a server. Tokens come from config: ``gateway.token``
-(a literal or ``${ENV}``) or env ``CHECKREIN_TOKEN``; each ``[[identities]]`` maps its own token
-(always a ``${ENV}`` reference) to a named identity with roles.
+Pure over headers, so it is testable without a server. Tokens come from the loaded config, whose
+``${ENV}`` references (and the env ``CHECKREIN_TOKEN`` fallback) were resolved, and checked not
+empty, when it was loaded: ``gateway.token``, and each ``[[identities]]`` token, which maps to a
+named identity with roles.
 """
 
 from __future__ import annotations
 
 import hmac
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from checkrein.config import Config, expand_env
+from checkrein.config import CREDENTIALS, Config
+from checkrein.errors import ConfigError
 from checkrein.policy import Identity
 
 __all__ = ["LOOPBACK_HOSTS", "Authenticator", "origin_allowed"]
@@ -47,16 +48,24 @@ class Authenticator:
         return bool(self.gateway_token or self.identities)
 
     @classmethod
-    def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> Authenticator:
-        """Expand the configured tokens. Raises ``ConfigError`` naming an unset variable."""
-        env = os.environ if environ is None else environ
-        token = expand_env(config.gateway.token, env) if config.gateway.token else env.get("CHECKREIN_TOKEN")
+    def from_config(cls, config: Config) -> Authenticator:
+        """The tokens of ``config``. Raises ``ConfigError`` when two identities share a token (one
+        of them could never be told apart) or when a token's variable is unset."""
+        config.require_resolved(CREDENTIALS, "HTTP authentication")
         table: dict[str, Identity] = {}
-        for ident in config.identities:
-            secret = expand_env(ident.token, env)
-            if secret:
-                table[secret] = Identity(ident.name, tuple(ident.roles), "token")
-        return cls(token or None, table)
+        for i, ident in enumerate(config.identities):
+            if not ident.token.strip():  # the loader refuses these; a hand-built Config must too
+                raise ConfigError("identity token is empty", file=config.source, key=f"identities[{i}].token")
+            if ident.token in table:
+                raise ConfigError(
+                    f"identities {table[ident.token].user!r} and {ident.name!r} have the same token",
+                    file=config.source, key=f"identities[{i}].token",
+                )
+            table[ident.token] = Identity(ident.name, tuple(ident.roles), "token")
+        token = config.gateway.token
+        if token is not None and not token.strip():
+            raise ConfigError("gateway token is empty", file=config.source, key="gateway.token")
+        return cls(token, table)
 
     def identify(self, authorization: str | None) -> Identity | None:
         """The caller for this header; anonymous when no token is configured; ``None`` to refuse."""

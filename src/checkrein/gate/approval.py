@@ -38,7 +38,7 @@ import mcp.types as types
 from mcp.shared.exceptions import NoBackChannelError
 
 from checkrein.canonical import canonical_json, digest
-from checkrein.config import ApprovalSettings, expand_env
+from checkrein.config import ApprovalSettings
 from checkrein.errors import ApprovalError, ConfigError
 
 from .grants import GrantKey, InProcessGrants
@@ -357,7 +357,8 @@ def build_approver(
 ) -> BoundApprover:
     """The approver ``[approval]`` asks for, wrapped in `BoundApprover`.
 
-    Raises ``ConfigError`` when a webhook header references an unset environment variable.
+    Raises ``ConfigError`` when mode ``webhook`` has no URL. (``${VAR}`` references in the
+    webhook headers were resolved when the config was loaded.)
     """
     inner: Approver
     if settings.mode == "auto":
@@ -369,8 +370,7 @@ def build_approver(
     elif settings.mode == "webhook":
         if not settings.webhook_url:
             raise ConfigError("approval mode 'webhook' needs `webhook_url`", key="approval.webhook_url")
-        headers = {k: expand_env(v) for k, v in settings.webhook_headers.items()}
-        inner = WebhookApprover(settings.webhook_url, headers, settings.timeout_s)
+        inner = WebhookApprover(settings.webhook_url, dict(settings.webhook_headers), settings.timeout_s)
     else:
         inner = ElicitApprover(elicitor)
     return BoundApprover(inner, ttl_s=settings.ttl_s, timeout_s=settings.timeout_s, clock=clock, grants=grants)

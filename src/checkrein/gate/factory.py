@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
-from checkrein.config import Config, ServerConfig
+from checkrein.config import LAUNCH, WEBHOOK, Config, ServerConfig
 from checkrein.policy import ResultInspector
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
@@ -86,8 +86,8 @@ def build_gate(
 ) -> Gate:
     """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
 
-    Raises ``ConfigError`` (e.g. an approval webhook header naming an unset variable) and the
-    errors of `default_audit`.
+    Raises ``ConfigError`` (e.g. an unset variable in a server's launch fields or the webhook's
+    headers, let through by a loader told they were unused) and the errors of `default_audit`.
     """
     from checkrein.gate.approval import SessionElicitor, build_approver
     from checkrein.gate.budget import InProcessBudget
@@ -103,7 +103,10 @@ def build_gate(
         if gate is not None:
             await gate.record_lifecycle(event, fields)
 
+    if approver is None and config.approval.mode == "webhook":
+        config.require_resolved(WEBHOOK, "the approval webhook")
     if upstreams is None:
+        config.require_resolved(LAUNCH, "starting the servers")
         servers = [resolve_python(s) for s in config.servers]
         upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event)
     elicitor = SessionElicitor()

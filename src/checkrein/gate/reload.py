@@ -40,8 +40,11 @@ class ConfigWatcher:
         poll_s: float = 1.0,
         stderr: TextIO | None = None,
         handle_sighup: bool = True,
+        load: Callable[[Path], Config] = load_config,
     ) -> None:
         self.path = Path(path)
+        self.load = load
+        """How the file is read: the loader (and its options) the running config came from."""
         self.on_change = on_change
         self.poll_s = poll_s
         self.stderr = stderr
@@ -91,7 +94,7 @@ class ConfigWatcher:
             if not force and content_digest in (self._digest, self._refused_digest):
                 return False
             try:
-                config = load_config(self.path)
+                config = self.load(self.path)
             except CheckreinError as exc:
                 self._refuse(content_digest, f"config reload refused: {exc}; keeping the current config")
                 return False

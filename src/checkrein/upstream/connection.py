@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
@@ -80,8 +80,8 @@ class McpUpstream:
             await up.start()                      # raises UpstreamUnavailable on failure
             result = await up.call_tool("echo", {"text": "hi"}, timeout_s=config.timeout_s)
 
-    ``environ`` is what ``${VAR}`` in ``env``/``headers`` expand against (default ``os.environ``).
-    ``connect_timeout_s`` bounds a start or restart (spawn + handshake + first listings).
+    ``${VAR}`` references in ``config`` were resolved when the config was loaded; the values here
+    are used as they are. ``connect_timeout_s`` bounds a start or restart (spawn + handshake + first listings).
     """
 
     def __init__(
@@ -93,7 +93,6 @@ class McpUpstream:
         era: Era = "auto",
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.name = config.name
         self.config = config
@@ -102,7 +101,6 @@ class McpUpstream:
         self._era: Era = era
         self._connect_timeout_s = connect_timeout_s
         self._backoff = backoff or Backoff()
-        self._environ = environ
         self._tg: anyio.abc.TaskGroup | None = None
         self._link: _Link | None = None
         self._restart_lock = anyio.Lock()
@@ -426,7 +424,7 @@ class McpUpstream:
     ) -> _Link:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
-        read, write = await stack.enter_async_context(open_transport(self.config, process, self._environ))
+        read, write = await stack.enter_async_context(open_transport(self.config, process))
         session = UpstreamSession(
             read,
             write,

@@ -47,7 +47,6 @@ class UpstreamPool(Mapping[str, Upstream]):
         era: Era = "auto",
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._managed: dict[str, McpUpstream] = {}
         for cfg in configs:
@@ -62,7 +61,6 @@ class UpstreamPool(Mapping[str, Upstream]):
                 era=era,
                 connect_timeout_s=connect_timeout_s,
                 backoff=backoff,
-                environ=environ,
             )
         self._all: dict[str, Upstream] = dict(self._managed)
         for up in upstreams:

@@ -3,7 +3,7 @@ following ``nextCursor`` through a paginated listing."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -13,7 +13,7 @@ from mcp.client._transport import TransportStreams  # typing only: the SDK's str
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from checkrein.config import ServerConfig, expand_env
+from checkrein.config import ServerConfig
 from checkrein.errors import UpstreamError
 from checkrein.upstream._stdio import StdioProcess, open_stdio
 
@@ -24,34 +24,25 @@ _CONNECT_TIMEOUT_S = 10.0
 
 
 def open_transport(
-    config: ServerConfig, process: StdioProcess | None, environ: Mapping[str, str] | None
+    config: ServerConfig, process: StdioProcess | None
 ) -> AbstractAsyncContextManager[TransportStreams]:
-    """The transport context for ``config``; ``${VAR}`` in ``env``/``headers`` expand against ``environ``.
+    """The transport context for ``config`` (its ``${VAR}`` references resolved at load).
 
-    ``process`` (stdio only) collects what the child does. Raises ``ConfigError`` for an unset
-    variable and ``UpstreamUnavailable`` when a stdio command cannot be started.
+    ``process`` (stdio only) collects what the child does. Raises ``UpstreamUnavailable`` when a
+    stdio command cannot be started.
     """
     if config.transport == "stdio":
         if process is None or config.command is None:
             raise ValueError("a stdio transport needs a command and a StdioProcess to fill in")
-        env = {k: expand_env(v, environ) for k, v in config.env.items()}
-        # `${VAR}` works wherever a secret or a machine-specific path may sit: command, args, cwd.
-        return open_stdio(
-            expand_env(config.command, environ),
-            [expand_env(a, environ) for a in config.args],
-            env=env,
-            cwd=expand_env(config.cwd, environ) if config.cwd else None,
-            process_info=process,
-        )
+        return open_stdio(config.command, list(config.args), env=dict(config.env), cwd=config.cwd, process_info=process)
     if config.url is None:
         raise ValueError(f"a {config.transport} transport needs a url")
-    headers = {k: expand_env(v, environ) for k, v in config.headers.items()}
-    url = expand_env(config.url, environ)
+    headers = dict(config.headers)
     # Read timeout above the call timeout: our own deadline decides, not the socket's.
     read_s = max(300.0, config.timeout_s + 30.0)
     if config.transport == "sse":
-        return sse_client(url, headers=headers, timeout=_CONNECT_TIMEOUT_S, sse_read_timeout=read_s)
-    return _streamable_http(url, headers, read_s)
+        return sse_client(config.url, headers=headers, timeout=_CONNECT_TIMEOUT_S, sse_read_timeout=read_s)
+    return _streamable_http(config.url, headers, read_s)
 
 
 @asynccontextmanager

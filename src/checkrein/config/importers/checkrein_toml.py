@@ -66,7 +66,8 @@ def render_checkrein_config(result: ImportResult, *, audit_dir: str = "audit") -
     for server in result.servers:
         out += _server_block(server) + [""]
     text = "\n".join(out)
-    parse_config(text, source=f"<import of {result.source}>")
+    # Validated as written: the variables it names are set where checkrein will run, not here.
+    parse_config(text, source=f"<import of {result.source}>", environ={}, unset="keep")
     return text
 
 

@@ -51,9 +51,9 @@ def emit_client_config(
 ) -> str:
     """Text to paste into ``client``'s config so it uses checkrein instead of the raw servers.
 
-    Loads ``config`` first (raises ``ConfigError`` if it does not load), so the snippet never
-    points at a config the gateway would refuse; the header comment lists the servers it replaces."""
-    cfg = load_config(config)
+    Loads ``config`` first (raises ``ConfigError`` if it does not load; unset variables are
+    allowed), so the snippet never points at a config the gateway would refuse; the header comment lists the servers it replaces."""
+    cfg = load_config(config, unset="keep")  # the variables need to be set where the client runs checkrein
     entry = checkrein_entry(
         config_path=str(Path(config).resolve()), transport=transport, url=url, command=command, token_env=token_env
     )

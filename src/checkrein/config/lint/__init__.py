@@ -16,7 +16,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from checkrein.config._locate import show_line
 from checkrein.config.importers import MAX_CONFIG_BYTES, ConfigKind, detect_kind
 from checkrein.errors import ConfigError
 
@@ -50,6 +52,18 @@ def _sorted(report: Report) -> tuple[LintFinding, ...]:
     return tuple(sorted(report.findings, key=lambda f: (f.file != report.file, f.file, f.line or 0, f.rule)))
 
 
+def _toml_or_report(report: Report, body: str) -> dict[str, Any] | None:
+    """``body`` parsed as TOML, or ``None`` after a ``file.syntax`` finding showing the line."""
+    try:
+        return tomllib.loads(body)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)(?:, column (\d+))?", str(exc))
+        line = int(m.group(1)) if m else None
+        shown = show_line(body, line, int(m.group(2)) if m and m.group(2) else None) if line else ""
+        report.add("file.syntax", line, f"not valid TOML: {exc}" + (f"\n{shown}" if shown else ""))
+        return None
+
+
 def lint_text(
     text: str,
     *,
@@ -65,7 +79,9 @@ def lint_text(
         try:
             kind = detect_kind(path, text)
         except ConfigError as exc:
-            report.add("file.syntax", None, exc.message.split(": ", 1)[-1])
+            # A TOML file that does not parse cannot be told apart: its syntax error is the news.
+            if _toml_or_report(report, text.removeprefix("\ufeff")) is not None:
+                report.add("file.syntax", None, exc.detail, "Pass --format claude|codex|harbor|harbor-judge|checkrein.")
             return LintResult(path, None, _sorted(report))
     environ = os.environ if env is None else env
     check_env_refs(report, text, environ)
@@ -76,11 +92,8 @@ def lint_text(
     if body.startswith("\ufeff"):
         report.add("file.bom", 1, "file starts with a UTF-8 byte order mark")
         body = body[1:]
-    try:
-        data = tomllib.loads(body)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        report.add("file.syntax", int(m.group(1)) if m else None, f"not valid TOML: {exc}")
+    data = _toml_or_report(report, body)
+    if data is None:
         return LintResult(path, kind, _sorted(report))
     if kind == "codex":
         lint_codex(report, body, data, environ)
@@ -89,7 +102,7 @@ def lint_text(
     elif kind == "harbor-judge":
         lint_harbor_judge(report, body, data)
     else:
-        lint_checkrein(report, body, data)
+        lint_checkrein(report, body, data, environ)
     return LintResult(path, kind, _sorted(report))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,26 +17,34 @@ from .model import Report
 __all__ = ["lint_checkrein"]
 
 
-def lint_checkrein(report: Report, text: str, data: dict[str, Any]) -> None:
+def lint_checkrein(report: Report, text: str, data: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """Load the config as the gateway would (variables from ``environ``; unset ones are reported
+    by ``env.unset``), one finding per problem, then check what loads for unsafe settings."""
     try:
-        cfg = config_from_mapping(data, source=report.file, text=text)
+        cfg = config_from_mapping(data, source=report.file, text=text, environ=environ, unset="keep")
     except ConfigError as exc:
-        report.add("checkrein.invalid", exc.line, exc.message.split(": ", 1)[-1] if exc.file else exc.message)
+        for problem in exc.each():
+            where = f"`{problem.key}`: " if problem.key else ""
+            report.add("checkrein.invalid", problem.line, where + problem.detail, problem.fix)
         return
     if cfg.policy.default == "allow" or (cfg.policy.default is None and cfg.policy.template == "development"):
         report.add("checkrein.default-allow", locate(text, ["policy", "default"]) or locate(text, ["policy"]), "tools not named in the policy are allowed")
     if cfg.audit.dir is None:
         report.add("checkrein.no-audit-dir", locate(text, ["audit"]), "calls are not kept in a chained audit log")
-    if cfg.gateway.token is not None:
-        check_inline_secrets(report, "gateway", line=lambda _f: locate(text, ["gateway", "token"]), headers={"Authorization": cfg.gateway.token})
-    if cfg.approval.webhook_headers:
+    # Secrets are looked for in the text as written: a resolved ${VAR} is not an inline secret.
+    written = cfg.as_written()
+    if written["gateway"]["token"] is not None:
+        check_inline_secrets(report, "gateway", line=lambda _f: locate(text, ["gateway", "token"]), headers={"Authorization": written["gateway"]["token"]})
+    if written["approval"]["webhook_headers"]:
         line = locate(text, ["approval", "webhook_headers"])
-        check_inline_secrets(report, "approval webhook", line=lambda _f: line, headers=cfg.approval.webhook_headers)
-    for i, server in enumerate(cfg.servers):
+        check_inline_secrets(report, "approval webhook", line=lambda _f: line, headers=written["approval"]["webhook_headers"])
+    for i, (server, as_written) in enumerate(zip(cfg.servers, written["servers"], strict=True)):
         def at(field: str, _i: int = i) -> int | None:
             return locate(text, ["servers", _i, field]) or locate(text, ["servers", _i])
 
-        check_inline_secrets(report, server.name, line=at, env=server.env, headers=server.headers, args=server.args, url=server.url)
+        check_inline_secrets(
+            report, server.name, line=at, env=as_written["env"], headers=as_written["headers"], args=as_written["args"], url=as_written["url"]
+        )
         if server.url and server.url.startswith("http://"):
             host = urlsplit(server.url).hostname or ""
             if not is_loopback(host):
