@@ -89,8 +89,15 @@ def test_pin_reviews_drift_and_records_new_digests(tmp_path: Path) -> None:
 
 def test_http_on_a_public_address_without_a_token_is_refused(tmp_path: Path) -> None:
     config = write_config(tmp_path, [])
-    result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http", "--host", "0.0.0.0"], env={"CHECKREIN_TOKEN": ""})
+    result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http", "--host", "0.0.0.0"], env={"CHECKREIN_TOKEN": None})
     assert result.exit_code == 2 and "refusing to serve on 0.0.0.0 without a token" in result.output
+
+
+def test_an_empty_token_variable_is_refused_not_taken_as_no_token(tmp_path: Path) -> None:
+    """Regression: an empty CHECKREIN_TOKEN silently turned HTTP authentication off."""
+    config = write_config(tmp_path, [])
+    result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http"], env={"CHECKREIN_TOKEN": ""})
+    assert result.exit_code == 2 and "token is empty" in result.output and "CHECKREIN_TOKEN" in result.output
 
 
 def test_http_with_a_token_variable_that_is_unset_is_a_config_error(tmp_path: Path) -> None:

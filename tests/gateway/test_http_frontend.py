@@ -252,3 +252,12 @@ def test_stats_needs_the_token_and_reports_counters_and_server_states(gateway: G
     assert {"policy_errors", "approval_failures", "upstream_timeouts", "retries"} <= set(doc["counters"])
     states = {s["name"]: s["state"] for s in doc["servers"]}
     assert states["h"] == "ready" and states["s"] == "ready"
+
+    def broken_ones_failed() -> bool:
+        # The gateway retries failed servers every 10 s: during a retry they are "starting".
+        _, again = http_status(gateway.base + "/stats", headers={"Authorization": f"Bearer {GW_TOKEN}"})
+        now = {s["name"]: s["state"] for s in json.loads(again)["servers"]}
+        assert now["broken"] in ("failed", "starting") and now["missing"] in ("failed", "starting"), now
+        return now["broken"] == "failed" and now["missing"] == "failed"
+
+    wait_until(broken_ones_failed, timeout=60, what="broken servers reported failed")

@@ -84,3 +84,38 @@ def test_sigterm_closes_the_audit_with_a_shutdown_checkpoint(tmp_path: Path, tra
     report = verify_log(tmp_path / "audit")  # not --live: the log must be closed properly
     assert report.valid, report.problem
     assert report.checkpoints >= 1
+
+
+def test_a_signal_while_closing_does_not_cut_the_audit(tmp_path: Path) -> None:
+    """Regression: once serving had ended (the client closed stdin) SIGTERM was no longer handled,
+    so the signal an MCP client sends after its grace period killed the gateway while it was still
+    closing its servers, and the audit was left without its closing checkpoint."""
+    slow = f"trap '' TERM; {sys.executable} -m checkrein.testing.echo_server; sleep 30"  # outlives its stdin
+    (tmp_path / "checkrein.toml").write_text(
+        CONFIG + f'\n[[servers]]\nname = "slow"\ncommand = "sh"\nargs = ["-c", {json.dumps(slow)}]\n'
+    )
+    cmd = [sys.executable, "-m", "checkrein", "serve", "--config", str(tmp_path / "checkrein.toml")]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline().replace(b" ", b"")
+        proc.stdin.close()  # the client leaves; the gateway records its stop, then closes "slow"
+
+        def stopping() -> bool:
+            return any(b'"gateway.stop"' in p.read_bytes() for p in (tmp_path / "audit").glob("*.jsonl"))
+
+        _wait_for(stopping)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert b"Traceback" not in err, err.decode(errors="replace")
+    report = verify_log(tmp_path / "audit")
+    assert report.valid, report.problem

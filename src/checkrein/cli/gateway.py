@@ -6,7 +6,6 @@ Exit codes: 0 success; 1 failure (pin not confirmed, the gateway stopped on an e
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -14,7 +13,6 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -88,28 +86,48 @@ def _report_start(gate: Gate) -> None:
             _err(f"checkrein: warning: policy {stale} matches no tool{hint}")
 
 
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
-    """SIGTERM or SIGINT ends serving gracefully: the gate then closes its upstreams and writes the
-    audit's `gateway.stop` and closing checkpoint (a killed gateway would leave an open log)."""
+class _Shutdown:
+    """Where the first SIGTERM/SIGINT lands: the gate's start while it starts, the serving task
+    group once it serves. Later signals only say so: the gate is then closing its upstreams and
+    writing the audit's `gateway.stop` and closing checkpoint, and dying half way (the default
+    action once nothing handles the signal) would leave the log without it."""
+
+    def __init__(self) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.requested = False
+
+    def enter(self, scope: anyio.CancelScope | None) -> None:
+        self.scope = scope
+        if scope is not None and self.requested:
+            scope.cancel()
+
+    def request(self) -> bool:
+        """Cancel the current scope; ``False`` when a shutdown was already under way."""
+        first = not self.requested
+        self.requested = True
+        if self.scope is not None:
+            self.scope.cancel()
+        return first
+
+
+async def _stop_on_signal(shutdown: _Shutdown) -> None:
+    """SIGTERM or SIGINT ends serving gracefully, and keeps being handled until the audit is closed."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
-            _err(f"checkrein: received signal {signum}; shutting down")
-            scope.cancel()
-            return
+            if shutdown.request():
+                _err(f"checkrein: received signal {signum}; shutting down")
+            else:
+                _err(f"checkrein: received signal {signum}; still closing the servers and the audit log")
 
 
-@contextlib.asynccontextmanager
-async def _closing_is_not_interrupted() -> AsyncIterator[None]:
-    """From the moment serving ends until the gate has closed (upstreams stopped, the audit's
-    closing checkpoint written), SIGTERM and SIGINT are ignored: an MCP client closes our stdin
-    and sends SIGTERM two seconds later, and on a busy machine closing can take that long; a
-    default SIGTERM then would leave the audit log without its closing checkpoint."""
-    try:
-        yield
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _ignore_stop_signals() -> None:
+    """From the moment HTTP serving ends until the gate has closed (upstreams stopped, the audit's
+    closing checkpoint written), SIGTERM and SIGINT are ignored: uvicorn's handlers are gone by
+    then, and a default SIGTERM would leave the audit log without its closing checkpoint. (Over
+    stdio `_stop_on_signal` keeps handling them instead.)"""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
@@ -121,9 +139,8 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
 
 
 async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
-    from checkrein.frontend import Authenticator, serve_http, serve_stdio
+    from checkrein.frontend import Authenticator
     from checkrein.frontend.auth import LOOPBACK_HOSTS
-    from checkrein.gate.reload import ConfigWatcher
 
     if transport is Transport.http:
         auth = Authenticator.from_config(config)  # an unset token variable is a config error, before any spawn
@@ -134,26 +151,58 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 file=config.source,
                 key="gateway.token",
             )
-    async with build_gate(config) as gate, _closing_is_not_interrupted(), anyio.create_task_group() as tg:
+    shutdown = _Shutdown()
+    async with anyio.create_task_group() as guard:
         if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
-            tg.start_soon(_stop_on_signal, tg.cancel_scope)
-        _report_start(gate)
-        if gate.failures:
-            tg.start_soon(_retry_failed_starts, gate)
-        if config.source:
-            # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
-            load = functools.partial(load_config, unused=_unused(transport))
-            await tg.start(ConfigWatcher(config.source, gate.apply_config, load=load).run)
-        if transport is Transport.stdio:
-            await serve_stdio(gate)
-        else:
+            guard.start_soon(_stop_on_signal, shutdown)
+        gate = build_gate(config)
+        # One scope around the gate's whole life: its pool's task groups must be entered and left
+        # inside the same scopes. Only a signal during the start cancels it.
+        with anyio.CancelScope() as life:
+            shutdown.enter(life)
+            try:
+                await gate.__aenter__()  # cancelled or failed: it closes what it started, and re-raises
+                shutdown.enter(None)
+                async with anyio.create_task_group() as tg:
+                    shutdown.enter(tg.cancel_scope)
+                    await _serve_started(gate, config, transport, host, port, tg)
+                    tg.cancel_scope.cancel()
+            finally:
+                shutdown.enter(None)
+                if transport is Transport.http:
+                    _ignore_stop_signals()
+                # Also after a failed or interrupted start: the audit closes with its checkpoint.
+                # Shielded only then: no scope may sit between the pool's task groups and their exit.
+                if life.cancel_called:
+                    with anyio.CancelScope(shield=True):
+                        await gate.aclose()
+                else:
+                    await gate.aclose()
+        guard.cancel_scope.cancel()
 
-            async def ready(bound: int) -> None:
-                shown = f"[{host}]" if ":" in host else host
-                _err(f"checkrein: serving Streamable HTTP on http://{shown}:{bound}/mcp")
 
-            await serve_http(gate, host=host, port=port, on_ready=ready)
-        tg.cancel_scope.cancel()
+async def _serve_started(
+    gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup
+) -> None:
+    from checkrein.frontend import serve_http, serve_stdio
+    from checkrein.gate.reload import ConfigWatcher
+
+    _report_start(gate)
+    if gate.failures:
+        tg.start_soon(_retry_failed_starts, gate)
+    if config.source:
+        # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
+        load = functools.partial(load_config, unused=_unused(transport))
+        await tg.start(ConfigWatcher(config.source, gate.apply_config, load=load).run)
+    if transport is Transport.stdio:
+        await serve_stdio(gate)
+        return
+
+    async def ready(bound: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        _err(f"checkrein: serving Streamable HTTP on http://{shown}:{bound}/mcp")
+
+    await serve_http(gate, host=host, port=port, on_ready=ready)
 
 
 def serve(
