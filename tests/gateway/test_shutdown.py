@@ -119,3 +119,45 @@ def test_a_signal_while_closing_does_not_cut_the_audit(tmp_path: Path) -> None:
     assert b"Traceback" not in err, err.decode(errors="replace")
     report = verify_log(tmp_path / "audit")
     assert report.valid, report.problem
+
+
+def test_ctrl_c_in_a_terminal_ends_stdio_serve_while_it_waits_for_a_client(tmp_path: Path) -> None:
+    """Regression: with a terminal as stdin, Ctrl-C printed "shutting down" and the gateway then
+    waited for Enter or Ctrl-D (the SDK's stdin reader blocks in a thread that cannot be cancelled).
+    Also: a person at a terminal is told that stdio serve waits for a client."""
+    import os
+    import pty
+    import select
+
+    (tmp_path / "checkrein.toml").write_text(CONFIG)
+    master, slave = pty.openpty()
+    cmd = [sys.executable, "-m", "checkrein", "serve", "--config", str(tmp_path / "checkrein.toml")]
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=subprocess.PIPE, stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen = b""
+
+    def read_terminal() -> bytes:
+        nonlocal seen
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other side closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+        return seen
+
+    try:
+        _wait_for(lambda: b"waiting for an MCP client" in read_terminal() or proc.poll() is not None)
+        assert proc.poll() is None, read_terminal().decode(errors="replace")
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
+        _wait_for(lambda: proc.poll() is not None, timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        read_terminal()
+        os.close(master)
+    assert proc.returncode == 0, seen.decode(errors="replace")
+    assert b"shutting down" in seen and b"Traceback" not in seen

@@ -195,6 +195,11 @@ async def _serve_started(
         load = functools.partial(load_config, unused=_unused(transport))
         await tg.start(ConfigWatcher(config.source, gate.apply_config, load=load).run)
     if transport is Transport.stdio:
+        if sys.stderr.isatty():  # a person ran it: say what it is waiting for (a client says nothing)
+            _err(
+                f"checkrein: serving {len(gate.catalog.ok_tools)} tool(s) from {len(gate.ready_servers())} server(s) "
+                "over stdio; waiting for an MCP client on stdin (Ctrl-C stops)"
+            )
         await serve_stdio(gate)
         return
 
