@@ -26,6 +26,7 @@ if sys.platform != "win32":
     import fcntl
 
 import anyio
+import anyio.to_thread
 import mcp.types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
