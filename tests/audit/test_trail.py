@@ -126,7 +126,8 @@ def test_sqlite_index_has_every_event_and_indexes(tmp_path: Path) -> None:
     mode = db.execute("PRAGMA journal_mode").fetchone()[0]
     db.close()
     assert n == len(read_lines(d))
-    assert {"events_time", "events_session", "events_trace", "events_tool", "events_outcome"} <= names
+    assert {"events_time", "events_session", "events_trace", "events_tool_duration", "events_outcome_rule",
+            "events_call_server", "events_call_user"} <= names
     assert mode == "wal"
     for p in d.iterdir():
         assert p.stat().st_mode & 0o077 == 0, p  # segments and index are private to the owner

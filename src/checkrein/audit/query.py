@@ -1,4 +1,5 @@
-"""The read side: `query_events`, `audit_stats`, `follow_events` (behind `checkrein audit ...`).
+"""The read side: `query_events`, `count_events`, `event_at`, `call_breakdown`, `call_values`,
+`audit_stats`, `follow_events` (behind `checkrein audit ...` and `checkrein ui`).
 
 Queries use the SQLite index when it exists and fall back to scanning the JSONL segments (the
 source of truth) when it does not. Nothing here writes.
@@ -7,12 +8,14 @@ source of truth) when it does not. Nothing here writes.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -21,9 +24,24 @@ from typing import Any
 from checkrein.errors import AuditError
 
 from .event import format_time
+from .schema import OUTCOMES
 from .segments import INDEX_FILE, iter_lines, list_segments
+from .sqlite_index import SERVER_EXPR, USER_EXPR
 
-__all__ = ["EventFilter", "audit_stats", "follow_events", "parse_since", "query_events"]
+__all__ = [
+    "CallBreakdown",
+    "CallValues",
+    "EventFilter",
+    "ToolLatency",
+    "audit_stats",
+    "call_breakdown",
+    "call_values",
+    "count_events",
+    "event_at",
+    "follow_events",
+    "parse_since",
+    "query_events",
+]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d)\Z")
 
@@ -55,12 +73,44 @@ class EventFilter:
     since: str | None = None
     """Stored-time string (see `parse_since`); events at or after it."""
     calls_only: bool = False
+    server: str | None = None
+    user: str | None = None
+    """The caller's ``identity.user``."""
+    until: str | None = None
+    """Stored-time string; events at or before it."""
+    after_seq: int | None = None
+    """Only events with a larger seq (a page cursor)."""
+    before_seq: int | None = None
+    """Only events with a smaller seq (a page cursor)."""
+    rule: str | None = None
+    """The decision's ``rule_id``."""
+
+    def _calls_only(self) -> bool:
+        return bool(self.calls_only or self.trace or self.session or self.outcome or self.tool or self.server
+                    or self.user or self.rule)
 
     def matches(self, e: dict[str, Any]) -> bool:
-        if self.calls_only and e.get("type") != "call":
+        if self._calls_only() and e.get("type") != "call":
+            return False
+        seq = e.get("seq")
+        if self.after_seq is not None and not (isinstance(seq, int) and seq > self.after_seq):
+            return False
+        if self.before_seq is not None and not (isinstance(seq, int) and seq < self.before_seq):
             return False
         if self.since is not None and str(e.get("time", "")) < self.since:
             return False
+        if self.until is not None and str(e.get("time", "")) > self.until:
+            return False
+        if self.server is not None and e.get("server") != self.server:
+            return False
+        if self.rule is not None:
+            decision = e.get("decision")
+            if not isinstance(decision, dict) or decision.get("rule_id") != self.rule:
+                return False
+        if self.user is not None:
+            ident = e.get("identity")
+            if not isinstance(ident, dict) or ident.get("user") != self.user:
+                return False
         if self.trace is not None and e.get("trace_id") != self.trace:
             return False
         if self.session is not None and e.get("session_id") != self.session:
@@ -81,46 +131,108 @@ def _require_dir(directory: Path) -> None:
         raise AuditError(f"{directory}: no audit segments in this directory", code="audit.not_found")
 
 
-def query_events(directory: Path, flt: EventFilter, *, limit: int | None = None) -> list[dict[str, Any]]:
-    """Events matching ``flt`` in seq order (the last ``limit`` of them when given). Raises
-    ``AuditError`` for a missing directory."""
+def query_events(
+    directory: Path, flt: EventFilter, *, limit: int | None = None, first: bool = False
+) -> list[dict[str, Any]]:
+    """Events matching ``flt`` in seq order: the last ``limit`` of them when given (the first
+    ``limit`` with ``first``). Raises ``AuditError`` for a missing directory."""
     _require_dir(directory)
     index = directory / INDEX_FILE
     if index.exists():
         try:
-            return _query_sqlite(index, flt, limit)
+            return _query_sqlite(index, flt, limit, first)
         except sqlite3.Error:
             pass  # fall through to the source of truth
     out = [e for e in _scan(directory) if flt.matches(e)]
-    return out[-limit:] if limit else out
+    if not limit:
+        return out
+    return out[:limit] if first else out[-limit:]
 
 
-def _query_sqlite(index: Path, flt: EventFilter, limit: int | None) -> list[dict[str, Any]]:
+def count_events(directory: Path, flt: EventFilter, *, cap: int | None = None) -> int:
+    """How many events match ``flt``; with ``cap``, counting stops at ``cap`` (a bound on the work
+    for a broad filter over a large log). Raises ``AuditError`` for a missing directory."""
+    _require_dir(directory)
+    index = directory / INDEX_FILE
+    if index.exists():
+        try:
+            where, params = _where(flt)
+            inner = "SELECT 1 FROM events" + where + (" LIMIT ?" if cap is not None else "")
+            with _read_only(index) as db:
+                row = db.execute(f"SELECT COUNT(*) FROM ({inner})", [*params, *([cap] if cap is not None else [])]).fetchone()
+            return int(row[0])
+        except sqlite3.Error:
+            pass  # fall through to the source of truth
+    n = 0
+    for e in _scan(directory):
+        if flt.matches(e):
+            n += 1
+            if cap is not None and n >= cap:
+                break
+    return n
+
+
+def event_at(directory: Path, seq: int) -> dict[str, Any] | None:
+    """The event with this seq, or ``None``. Raises ``AuditError`` for a missing directory."""
+    found = query_events(directory, EventFilter(after_seq=seq - 1, before_seq=seq + 1), limit=1)
+    return found[0] if found else None
+
+
+@contextmanager
+def _read_only(index: Path) -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(index.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _where(flt: EventFilter) -> tuple[str, list[Any]]:
+    """The WHERE clause (with a leading space, or empty) of ``flt`` over the index. The server and
+    user conditions repeat the index expressions verbatim, so SQLite uses those indexes."""
     where: list[str] = []
     params: list[Any] = []
-    if flt.calls_only or flt.trace or flt.session or flt.outcome or flt.tool:
+    # Trace, session and outcome are NULL for non-calls; leaving `type` out lets an outcome count
+    # read only its covering index. The partial indexes (server, user, rule) need it spelled out.
+    if flt.calls_only or flt.tool or flt.server or flt.user or flt.rule:
         where.append("type = 'call'")
-    for column, value in (("trace_id", flt.trace), ("session_id", flt.session), ("outcome", flt.outcome)):
+    for column, value in (("trace_id", flt.trace), ("session_id", flt.session), ("outcome", flt.outcome),
+                          (SERVER_EXPR, flt.server), (USER_EXPR, flt.user)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    if flt.since is not None:
-        where.append("time >= ?")
-        params.append(flt.since)
+    if flt.rule is not None:
+        # Every call has one of the few outcomes: spelled out, they let SQLite seek the
+        # (outcome, rule_id) index once per outcome instead of scanning.
+        where.append(f"outcome IN ({', '.join('?' * len(OUTCOMES))}) AND rule_id = ?")
+        params += [*OUTCOMES, flt.rule]
+    for cond, bound in (("time >= ?", flt.since), ("time <= ?", flt.until), ("seq > ?", flt.after_seq),
+                        ("seq < ?", flt.before_seq)):
+        if bound is not None:
+            where.append(cond)
+            params.append(bound)
     if flt.tool is not None:
         where.append("(exposed_name GLOB ? OR tool GLOB ?)")
         params += [flt.tool, flt.tool]
-    sql = "SELECT line FROM events" + (" WHERE " + " AND ".join(where) if where else "")
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _query_sqlite(index: Path, flt: EventFilter, limit: int | None, first: bool) -> list[dict[str, Any]]:
+    where, params = _where(flt)
     if limit:
-        sql = f"SELECT line FROM ({sql} ORDER BY seq DESC LIMIT ?) ORDER BY json_extract(line, '$.seq')"
+        # Pick the seqs first (from an index alone where one covers the filter), then read only
+        # those lines: an index ordered by (outcome, rule_id) is not in seq order within an outcome.
+        order = "ASC" if first else "DESC"
+        sql = (f"SELECT seq, line FROM events WHERE seq IN (SELECT seq FROM events{where} ORDER BY seq {order} LIMIT ?)"
+               f" ORDER BY seq {order}")
         params.append(limit)
     else:
-        sql += " ORDER BY seq"
-    db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
-    try:
-        return [json.loads(row[0]) for row in db.execute(sql, params)]
-    finally:
-        db.close()
+        sql = "SELECT seq, line FROM events" + where + " ORDER BY seq"
+    with _read_only(index) as db:
+        rows = db.execute(sql, params).fetchall()
+    if limit and not first:
+        rows.reverse()
+    return [json.loads(row[1]) for row in rows]
 
 
 def _scan(directory: Path) -> Iterator[dict[str, Any]]:
@@ -133,11 +245,13 @@ def _scan(directory: Path) -> Iterator[dict[str, Any]]:
             yield obj
 
 
+def _rank(n: int, p: float) -> int:
+    """The 0-based rank of the nearest-rank ``p``-th percentile among ``n`` sorted values."""
+    return max(0, min(n - 1, math.ceil(p * n / 100 - 1e-9) - 1))
+
+
 def _percentile(sorted_values: list[float], p: float) -> float:
-    if not sorted_values:
-        return 0.0
-    k = max(0, min(len(sorted_values) - 1, int(round(p / 100 * len(sorted_values) + 0.5)) - 1))
-    return sorted_values[k]
+    return sorted_values[_rank(len(sorted_values), p)] if sorted_values else 0.0
 
 
 def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, Any]:
@@ -211,6 +325,168 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
         "first_call": first,
         "last_call": last,
     }
+
+
+@dataclass(frozen=True)
+class ToolLatency:
+    calls: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class CallBreakdown:
+    """Calls from ``from_seq`` on: decisions per rule (rule id -> outcome -> count) and latency
+    per exposed tool name."""
+
+    calls: int = 0
+    by_rule: dict[str, dict[str, int]] = field(default_factory=dict)
+    latency: dict[str, ToolLatency] = field(default_factory=dict)
+    from_seq: int | None = None
+    """The first seq looked at (``None``: the start of the log)."""
+
+
+_PERCENTILES = (50, 90, 99)
+
+
+def call_breakdown(directory: Path, *, since: str | None = None) -> CallBreakdown:
+    """Decisions by rule and latency per tool over the calls stamped at or after ``since`` (a
+    stored-time string). Over the index this reads only its call indexes: the events are chained
+    in the order they were stamped, so ``since`` becomes a seq bound. Raises ``AuditError`` for a
+    missing directory."""
+    _require_dir(directory)
+    index = directory / INDEX_FILE
+    if index.exists():
+        try:
+            return _breakdown_sqlite(index, since)
+        except sqlite3.Error:
+            pass  # fall through to the source of truth
+    by_rule: dict[str, Counter[str]] = defaultdict(Counter)
+    durations: dict[str, list[float]] = defaultdict(list)
+    calls = 0
+    from_seq: int | None = None
+    last_seq = -1
+    for e in _scan(directory):
+        seq = e.get("seq")
+        last_seq = seq if isinstance(seq, int) else last_seq
+        if since is not None and from_seq is None:
+            if str(e.get("time", "")) < since:
+                continue
+            from_seq = last_seq
+        if e.get("type") != "call":
+            continue
+        calls += 1
+        decision = e.get("decision")
+        rule = decision.get("rule_id") if isinstance(decision, dict) else None
+        by_rule[str(rule or "")][str(e.get("outcome"))] += 1
+        dur = e.get("duration_ms")
+        if isinstance(dur, int | float) and not isinstance(dur, bool):
+            durations[str(e.get("exposed_name"))].append(float(dur))
+    latency = {}
+    for tool, values in sorted(durations.items()):
+        values.sort()
+        n = len(values)
+        p50, p90, p99 = (values[_rank(n, p)] for p in _PERCENTILES)
+        latency[tool] = ToolLatency(n, p50, p90, p99, values[-1])
+    if since is not None and from_seq is None:
+        from_seq = last_seq + 1
+    return CallBreakdown(calls, {r: dict(c) for r, c in by_rule.items()}, latency, from_seq)
+
+
+def _breakdown_sqlite(index: Path, since: str | None) -> CallBreakdown:
+    # Calls are the rows with an outcome and a duration (`row_for`), so these read only the
+    # (outcome, rule_id) and (exposed_name, duration_ms) indexes.
+    with _read_only(index) as db:
+        from_seq: int | None = None
+        if since is not None:
+            row = db.execute("SELECT seq FROM events WHERE time >= ? ORDER BY time LIMIT 1", (since,)).fetchone()
+            if row is None:
+                last = db.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+                return CallBreakdown(from_seq=(last if last is not None else -1) + 1)
+            from_seq = int(row[0])
+        bound, params = (" AND seq >= ?", [from_seq]) if from_seq is not None else ("", [])
+        by_rule: dict[str, dict[str, int]] = defaultdict(dict)
+        calls = 0
+        for outcome, rule, n in db.execute(
+            f"SELECT outcome, rule_id, COUNT(*) FROM events WHERE outcome IS NOT NULL{bound} GROUP BY outcome, rule_id",
+            params,
+        ):
+            by_rule[str(rule or "")][str(outcome)] = int(n)
+            calls += int(n)
+        latency = {}
+        tools = db.execute(
+            f"SELECT exposed_name, COUNT(*), MAX(duration_ms) FROM events WHERE duration_ms IS NOT NULL{bound} "
+            "GROUP BY exposed_name ORDER BY exposed_name", params
+        ).fetchall()
+        nth = f"SELECT duration_ms FROM events WHERE exposed_name = ? AND duration_ms IS NOT NULL{bound} ORDER BY duration_ms LIMIT 1 OFFSET ?"
+        for tool, n, top in tools:
+            p50, p90, p99 = (float(db.execute(nth, [tool, *params, _rank(n, p)]).fetchone()[0]) for p in _PERCENTILES)
+            latency[str(tool)] = ToolLatency(int(n), p50, p90, p99, float(top))
+    return CallBreakdown(calls, dict(by_rule), latency, from_seq)
+
+
+@dataclass(frozen=True)
+class CallValues:
+    """The distinct tools, servers and users of calls after some seq, and the log's last seq."""
+
+    tools: frozenset[str] = frozenset()
+    servers: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+    last_seq: int = -1
+
+
+def call_values(directory: Path, *, after_seq: int = -1, limit: int = 1000) -> CallValues:
+    """What the calls after ``after_seq`` name (at most ``limit`` of each), for filter choices;
+    call again with the returned ``last_seq`` to learn only what is new. Raises ``AuditError``
+    for a missing directory."""
+    _require_dir(directory)
+    index = directory / INDEX_FILE
+    if index.exists():
+        try:
+            with _read_only(index) as db:
+                last_row = db.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+                last = after_seq if last_row is None else max(after_seq, int(last_row))
+                if after_seq < 0:
+                    # The whole log: each column's index, read in order (`duration_ms IS NOT NULL`
+                    # selects calls on the (exposed_name, duration_ms) one).
+                    tools, servers, users = (
+                        frozenset(str(r[0]) for r in db.execute(
+                            f"SELECT DISTINCT {expr} FROM events WHERE {cond} LIMIT ?", (limit,)) if r[0] is not None)
+                        for expr, cond in (("exposed_name", "duration_ms IS NOT NULL"), (SERVER_EXPR, "type = 'call'"),
+                                           (USER_EXPR, "type = 'call'"))
+                    )
+                    return CallValues(tools, servers, users, last)
+                # What is new: the rows past the seq, read by rowid (an index scan would read it all).
+                sets: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+                for row in db.execute(
+                    f"SELECT exposed_name, {SERVER_EXPR}, {USER_EXPR} FROM events NOT INDEXED "
+                    "WHERE seq > ? AND type = 'call'", (after_seq,)
+                ):
+                    for bucket, value in zip(sets, row, strict=True):
+                        if isinstance(value, str) and len(bucket) < limit:
+                            bucket.add(value)
+            return CallValues(frozenset(sets[0]), frozenset(sets[1]), frozenset(sets[2]), last)
+        except sqlite3.Error:
+            pass  # fall through to the source of truth
+    found_tools: set[str] = set()
+    found_servers: set[str] = set()
+    found_users: set[str] = set()
+    last_seq = after_seq
+    for e in _scan(directory):
+        seq = e.get("seq")
+        if not isinstance(seq, int) or seq <= after_seq:
+            continue
+        last_seq = max(last_seq, seq)
+        if e.get("type") != "call":
+            continue
+        ident = e.get("identity")
+        for bucket, value in ((found_tools, e.get("exposed_name")), (found_servers, e.get("server")),
+                              (found_users, ident.get("user") if isinstance(ident, dict) else None)):
+            if isinstance(value, str) and len(bucket) < limit:
+                bucket.add(value)
+    return CallValues(frozenset(found_tools), frozenset(found_servers), frozenset(found_users), last_seq)
 
 
 def follow_events(

@@ -1,7 +1,10 @@
 """The SQLite copy of the log: an index for queries, rebuilt from the JSONL chain at will.
 
 One table ``events`` keyed by ``seq`` holding each stored line verbatim plus the columns queries
-filter on (time, session, trace, tool, outcome). WAL mode; ``synchronous=NORMAL`` because the
+filter on (time, session, trace, tool, outcome). Only calls have an outcome and a duration, so
+the (outcome, rule) and (tool, duration) indexes cover the web view's charts; its server and
+user filters use indexes over expressions of the line (older `events_tool` / `events_outcome`
+indexes are replaced when a writer opens the file). WAL mode; ``synchronous=NORMAL`` because the
 JSONL segments, not this file, are what must survive a crash.
 """
 
@@ -19,13 +22,17 @@ from typing import Any
 
 from .segments import INDEX_FILE, iter_lines, lock_directory
 
-__all__ = ["IndexWorker", "Row", "SqliteIndex", "rebuild_index", "row_for"]
+__all__ = ["SERVER_EXPR", "USER_EXPR", "IndexWorker", "Row", "SqliteIndex", "rebuild_index", "row_for"]
 
 log = logging.getLogger("checkrein.audit")
 
 Row = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, float | None, str, str]
 
-_SCHEMA = """
+SERVER_EXPR = "json_extract(line, '$.server')"
+USER_EXPR = "json_extract(line, '$.identity.user')"
+"""Indexed expressions: a query must spell them exactly for SQLite to use their indexes."""
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
     type TEXT NOT NULL,
@@ -43,8 +50,12 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_time ON events(time);
 CREATE INDEX IF NOT EXISTS events_session ON events(session_id);
 CREATE INDEX IF NOT EXISTS events_trace ON events(trace_id);
-CREATE INDEX IF NOT EXISTS events_tool ON events(exposed_name);
-CREATE INDEX IF NOT EXISTS events_outcome ON events(outcome);
+DROP INDEX IF EXISTS events_tool;
+DROP INDEX IF EXISTS events_outcome;
+CREATE INDEX IF NOT EXISTS events_tool_duration ON events(exposed_name, duration_ms);
+CREATE INDEX IF NOT EXISTS events_outcome_rule ON events(outcome, rule_id);
+CREATE INDEX IF NOT EXISTS events_call_server ON events({SERVER_EXPR}) WHERE type = 'call';
+CREATE INDEX IF NOT EXISTS events_call_user ON events({USER_EXPR}) WHERE type = 'call';
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _INSERT = "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
