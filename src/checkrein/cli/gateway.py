@@ -138,7 +138,7 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
             _err(f"checkrein: server {name!r} is up now; its tools are served (new ones quarantined until `pin`)")
 
 
-async def _serve(config: Config, transport: Transport, host: str, port: int) -> None:
+async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False) -> None:
     from checkrein.frontend import Authenticator
     from checkrein.frontend.auth import LOOPBACK_HOSTS
 
@@ -165,7 +165,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
                 shutdown.enter(None)
                 async with anyio.create_task_group() as tg:
                     shutdown.enter(tg.cancel_scope)
-                    await _serve_started(gate, config, transport, host, port, tg)
+                    await _serve_started(gate, config, transport, host, port, tg, ui)
                     tg.cancel_scope.cancel()
             finally:
                 shutdown.enter(None)
@@ -182,7 +182,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int) -> 
 
 
 async def _serve_started(
-    gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup
+    gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup, ui: bool = False
 ) -> None:
     from checkrein.frontend import serve_http, serve_stdio
     from checkrein.gate.reload import ConfigWatcher
@@ -203,11 +203,18 @@ async def _serve_started(
         await serve_stdio(gate)
         return
 
+    ui_dir = getattr(gate.audit, "directory", None) if ui else None
+    if ui and not isinstance(ui_dir, Path):
+        raise ConfigError("--ui shows the audit trail, and this config writes none: set [audit] dir",
+                          file=config.source, key="audit.dir")
+
     async def ready(bound: int) -> None:
         shown = f"[{host}]" if ":" in host else host
         _err(f"checkrein: serving Streamable HTTP on http://{shown}:{bound}/mcp")
+        if ui_dir is not None:
+            _err(f"checkrein: audit web view on http://{shown}:{bound}/ui/ (same token as /mcp)")
 
-    await serve_http(gate, host=host, port=port, on_ready=ready)
+    await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir)
 
 
 def serve(
@@ -216,6 +223,8 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="HTTP bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port (0 picks a free one).")] = 8765,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error (to stderr).")] = "warning",
+    ui: Annotated[bool, typer.Option("--ui", help="HTTP only: also serve the audit's web view on /ui/ (read-only, "
+                                     "same token and Origin rules as /mcp).")] = False,
 ) -> None:
     """Serve every configured server's tools as ONE MCP server (stdio, or Streamable HTTP on /mcp).
 
@@ -224,10 +233,13 @@ def serve(
 
     Exit codes: 0 ok, 1 failure, 2 usage or config error.
     """
+    if ui and transport is not Transport.http:
+        _err("checkrein: --ui needs --transport http (or run `checkrein ui --config FILE` beside a stdio gateway)")
+        raise typer.Exit(2)
     cfg = _load(config, transport)
     _logging(log_level)
     try:
-        anyio.run(_serve, cfg, transport, host, port)
+        anyio.run(_serve, cfg, transport, host, port, ui)
     except ConfigError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(2) from None

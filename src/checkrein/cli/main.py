@@ -10,7 +10,7 @@ import typer
 
 from checkrein import __version__
 
-from . import agent, audit, configs, demo, gateway, policy
+from . import agent, audit, configs, demo, gateway, policy, ui
 
 app = typer.Typer(
     name="checkrein",
@@ -34,7 +34,7 @@ def _root(
     """checkrein: one MCP server in front of many; every tool call decided, checked and audited."""
 
 
-for module in (gateway, policy, audit, agent, demo, configs):
+for module in (gateway, policy, audit, agent, demo, configs, ui):
     module.register(app)
 
 

@@ -18,6 +18,7 @@ import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 
 import anyio
 import uvicorn
@@ -75,8 +76,11 @@ async def _error(send: Send, status: int, error: str, message: str, *, bearer: b
     await send({"type": "http.response.body", "body": body})
 
 
-def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator | None = None) -> ASGIApp:
-    """The ASGI app: ``/mcp`` (Streamable HTTP, both protocol eras) and ``GET /health``.
+def build_http_app(
+    gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator | None = None, ui_dir: Path | None = None
+) -> ASGIApp:
+    """The ASGI app: ``/mcp`` (Streamable HTTP, both protocol eras) and ``GET /health``; with
+    ``ui_dir``, the web view of that audit directory under ``/ui/``.
 
     Raises ``ConfigError`` when a configured token refers to an unset environment variable.
     """
@@ -126,7 +130,15 @@ def build_http_app(gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator |
         transport_security=security,
         custom_starlette_routes=[Route("/health", health, methods=["GET"]), Route("/stats", stats, methods=["GET"])],
     )
-    return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins))
+    if ui_dir is None:
+        return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins))
+    from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS
+    from checkrein.ui import BrowserLogin, UiMount, build_ui_app
+
+    ui = build_ui_app(ui_dir, allowed_hosts=UI_HOSTS if loopback else None)
+    guarded = HttpGuard(UiMount(inner, ui, prefix="/ui"), authenticator, tuple(config.gateway.allowed_origins))
+    return BrowserLogin(guarded, prefix="/ui", login_hint="The token is the gateway's ([gateway] token, an "
+                        "[[identities]] token, or env CHECKREIN_TOKEN).")
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -147,9 +159,11 @@ async def serve_http(
     port: int = 8765,
     sock: socket.socket | None = None,
     on_ready: Callable[[int], Awaitable[None]] | None = None,
+    ui_dir: Path | None = None,
 ) -> None:
-    """Serve ``gate`` (already started) over HTTP until cancelled."""
-    app = build_http_app(gate, host=host)
+    """Serve ``gate`` (already started) over HTTP until cancelled (with the audit view of
+    ``ui_dir`` under ``/ui/`` when given)."""
+    app = build_http_app(gate, host=host, ui_dir=ui_dir)
     sock = sock or bind_socket(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)

@@ -1,0 +1,258 @@
+"""The web view in a real browser (Playwright driving Debian's Chromium) over a real audit: a
+`checkrein serve --transport http --ui` subprocess in front of the bundled sandbox server, called
+by the MCP SDK's client. Load the page, filter to denials, open one and read its reason, then make
+a new call and watch it appear without a reload; a <script> in a tool argument stays text. Every
+wait is Playwright's bounded wait on a condition."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from checkrein.audit import EventFilter, query_events
+
+from .helpers import CHROME_ARGS, XSS
+
+REPO_SRC = Path(__file__).resolve().parents[2] / "src"
+TOKEN = "browser-test-token"
+CHROMIUM = os.environ.get("CHECKREIN_CHROMIUM", "/usr/bin/chromium")
+WAIT_MS = 30_000
+expect.set_options(timeout=WAIT_MS)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env["GW_TOKEN"] = TOKEN
+    return env
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(check: Any, what: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise AssertionError(f"{what}: exited {proc.returncode}: {err[-2000:]}")
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def _up(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+CONFIG = """\
+[gateway]
+token = "${GW_TOKEN}"
+
+[[servers]]
+name = "sandbox"
+command = "python"
+args = ["-m", "checkrein.servers.sandbox"]
+env = { CHECKREIN_SANDBOX_DIR = "sandbox" }
+timeout_s = 20
+
+[policy]
+template = "development"
+
+[policy.tools."sandbox__read_file"]
+risk = "low"
+args = { filename = { kind = "path", roots = ["."] } }
+
+[audit]
+dir = "audit"
+"""
+
+
+@dataclass
+class Gateway:
+    base: str
+    audit: Path
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    work = tmp_path_factory.mktemp("browser")
+    (work / "checkrein.toml").write_text(CONFIG, encoding="utf-8")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "checkrein", "serve", "--config", str(work / "checkrein.toml"), "--transport", "http",
+         "--port", str(port), "--ui"],
+        cwd=work, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), "checkrein serve --ui", proc)
+        yield Gateway(f"http://127.0.0.1:{port}", work / "audit")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def call(gw: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[bool]:
+    """Each (tool, arguments) through the gateway's MCP endpoint; returns is_error per call."""
+
+    async def run() -> list[bool]:
+        with anyio.fail_after(60):
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30, trust_env=False)
+            async with http, Client(streamable_http_client(gw.base + "/mcp", http_client=http), cache=None) as c:  # type: ignore[arg-type]
+                return [bool((await c.call_tool(name, args)).is_error) for name, args in calls]
+
+    # Playwright's sync API keeps an event loop on this thread: the client gets its own thread.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, run).result(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert errors == [], errors  # no CSP violation, no script error, no alert
+
+
+def _rows(pg: Page) -> Any:
+    return pg.locator("tbody#rows tr")
+
+
+def _stored(gw: Gateway, filename: str) -> dict[str, Any]:
+    """The indexed event of the call with this filename argument (the index may lag a moment)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for e in query_events(gw.audit, EventFilter(tool="sandbox__read_file"), limit=20):
+            if isinstance(e.get("args_preview"), dict) and e["args_preview"].get("filename") == filename:
+                return e
+        time.sleep(0.1)
+    raise AssertionError(f"no audit event for read_file({filename!r}) within 30 s")
+
+
+def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: Page) -> None:
+    """Load, filter to denials, open one and see its reason, then see a new call arrive live."""
+    assert call(gateway, ("sandbox__read_file", {"filename": "notes.txt"}),
+                ("sandbox__read_file", {"filename": "../../../../etc/passwd"}),
+                ("sandbox__get_weather", {"city": "Shanghai"})) == [False, True, False]
+    page.goto(f"{gateway.base}/ui/?token={TOKEN}")
+    expect(page).to_have_url(re.compile(r"/ui/$"))  # the token left the address bar
+    expect(_rows(page).filter(has_text="sandbox__get_weather")).to_have_count(1)
+
+    page.get_by_role("link", name="Denials").click()
+    expect(page).to_have_url(re.compile(r"outcome=denied"))
+    expect(_rows(page)).to_have_count(1)
+    expect(_rows(page).first.locator(".badge")).to_have_text("denied")
+
+    stored = _stored(gateway, "../../../../etc/passwd")
+    reason, rule = stored["decision"]["reasons"][0], stored["decision"]["rule_id"]
+    assert stored["outcome"] == "denied" and reason
+    _rows(page).first.get_by_role("link", name="sandbox__read_file").click()
+    expect(page.locator("h1")).to_contain_text(f"#{stored['seq']}")
+    expect(page.locator("ul.reasons")).to_contain_text(reason)
+    expect(page.locator(".card").first).to_contain_text(rule)
+    expect(page.locator("pre.args")).to_contain_text("../../../../etc/passwd")
+
+    page.get_by_role("link", name="Events").click()
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("window.__sameDocument = true")  # a reload would lose this
+    assert call(gateway, ("sandbox__read_file", {"filename": "readme.md"})) == [False]
+    newest = _stored(gateway, "readme.md")
+    expect(page.locator(f'tbody#rows tr[data-seq="{newest["seq"]}"]')).to_contain_text("sandbox__read_file")
+    assert page.evaluate("window.__sameDocument") is True
+    expect(page.locator("#verify-status")).to_contain_text("chain valid", timeout=120_000)
+
+
+def test_a_script_in_a_tool_argument_is_shown_as_text(gateway: Gateway, page: Page) -> None:
+    """A tool argument holding <script> and an onerror <img> renders as text and runs nothing."""
+    call(gateway, ("sandbox__read_file", {"filename": XSS}))
+    event = _stored(gateway, XSS)
+    page.goto(f"{gateway.base}/ui/?token={TOKEN}")
+    page.goto(f"{gateway.base}/ui/event/{event['seq']}")
+    expect(page.locator("pre.args")).to_contain_text("<script>window.__pwned=1</script>")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("pre.args script, pre.args img, pre.record img").count() == 0
+    csp = page.request.get(f"{gateway.base}/ui/").headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "require-trusted-types-for 'script'" in csp
+
+
+def test_the_standalone_view_opens_from_the_printed_address(gateway: Gateway, page: Page) -> None:
+    """`checkrein ui --audit DIR` prints an address with a one-time token that opens the view."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "checkrein", "ui", "--audit", str(gateway.audit), "--port", str(port)],
+                            env={k: v for k, v in _env().items() if k != "CHECKREIN_TOKEN"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = b""
+        deadline = time.monotonic() + 60
+        while b"?token=" not in line and time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stderr.readline()
+        m = re.search(rb"(http://127\.0\.0\.1:\d+/\?token=[\w-]+)", line)
+        assert m, line
+        page.goto(m.group(1).decode())
+        expect(_rows(page).first).to_be_visible()
+        expect(page.locator("header .dir")).to_contain_text(str(gateway.audit.resolve()))
+        page.goto(f"http://127.0.0.1:{port}/charts")
+        expect(page.locator("figure.chart svg")).to_have_count(2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_the_audit_of_the_browser_session_verifies(gateway: Gateway) -> None:
+    """What the view read is a log `checkrein audit verify --live` accepts."""
+    out = subprocess.run([sys.executable, "-m", "checkrein", "audit", "verify", str(gateway.audit), "--live", "--json"],
+                         env=_env(), capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["valid"] is True
