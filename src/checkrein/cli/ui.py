@@ -6,9 +6,12 @@ unset, a non-loopback address without a configured token).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -107,13 +110,35 @@ def _serve(directory: Path, auth: Authenticator, host: str, port: int, loopback:
     address = f"http://{shown}:{bound}/" + (f"?token={generated}" if generated else "")
     print(f"checkrein: audit view of {directory} on {address}", file=sys.stderr)
     print("checkrein: read-only; Ctrl-C stops it", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="off"))
+    server = _server_class()(uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="off"))
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
     finally:
         monitor.close()
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """SIGINT/SIGTERM stop serving and return (exit 0; uvicorn would re-raise the signal)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(signum: int, frame: object) -> None:
+                del signum, frame
+                if self.should_exit:
+                    self.force_exit = True
+                self.should_exit = True
+
+            previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
 
 
 def register(app: typer.Typer) -> None:

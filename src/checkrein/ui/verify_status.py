@@ -1,8 +1,8 @@
 """The log's `verify` status for the page header, kept fresh without hogging a core.
 
-`checkrein audit verify --live --json` runs in a child process (at low priority), so a long
-verification neither holds this process's GIL (the gateway's event loop, when the view is
-mounted in it) nor can crash it. A run starts on the first request, and again once the log has
+The verifier of `checkrein audit verify --live` runs in a child process (at low priority, and
+importing only `checkrein.audit`), so a long verification neither holds this process's GIL (the
+gateway's event loop, when the view is mounted in it) nor can crash it. A run starts on the first request, and again once the log has
 grown, at most every ``max(min_interval_s, 10 x the last run's duration)``: on a 100,000-event log
 (about 9 s to verify here) that is every 90 s. ``refresh`` asks for one now.
 """
@@ -46,14 +46,25 @@ class VerifyState:
     """Bytes of the segments when the run started (newer bytes are not verified yet)."""
 
 
+_CHILD = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "from checkrein.audit.verify import verify_log\n"
+    "report = verify_log(Path(sys.argv[1]), live=True)\n"
+    "print(json.dumps(report.as_dict(), sort_keys=True))\n"
+    "sys.exit(report.exit_code)\n"
+)
+"""What `checkrein audit verify DIR --live --json` does, without loading the whole CLI."""
+
+
 def _verify_command(directory: Path) -> list[str]:
-    base = [sys.executable, "-m", "checkrein", "audit", "verify", str(directory), "--live", "--json"]
+    base = [sys.executable, "-c", _CHILD, str(directory)]
     nice = shutil.which("nice")
     return [nice, "-n", "10", *base] if nice else base
 
 
 def parse_report(stdout: str, returncode: int, started: float, size: int, now: float) -> VerifyState:
-    """A `VerifyState` from the JSON `checkrein audit verify --json` printed."""
+    """A `VerifyState` from the JSON report the child printed (`VerifyReport.as_dict`)."""
     try:
         data: Any = json.loads(stdout)
         if not isinstance(data, dict):
@@ -145,6 +156,8 @@ class VerifyMonitor:
             )
             with self._lock:
                 self._proc = proc
+                if self._closed:  # closed while the child was starting
+                    proc.kill()
             try:
                 out, err = proc.communicate(timeout=_TIMEOUT_S)
                 state = parse_report(out, proc.returncode, started, size, self._clock())
