@@ -161,3 +161,14 @@ def test_rule_filter_selects_calls_decided_by_that_rule(log_dir: Path) -> None:
     assert len(denied) == 12 and all(e["decision"]["rule_id"] == "no-web" for e in denied)  # type: ignore[index]
     assert count_events(log_dir, EventFilter(rule="allow-all", server="fs")) == 24
     assert _calls(log_dir, EventFilter(rule="no-web"), limit=3) == denied[-3:]
+
+
+def test_a_count_over_its_time_budget_is_none(tmp_path: Path, indexed: Path, scanned: Path) -> None:
+    """count_events gives up (None) rather than scan past its budget, over the index or the JSONL."""
+    d = tmp_path / "big"
+    write_log(d, [_record(i) for i in range(3000)])  # type: ignore[misc]
+    glob = EventFilter(tool="*get*")  # no index serves a glob that OR-s two columns
+    assert count_events(d, glob, budget_s=-1) is None
+    assert count_events(d, glob, budget_s=60) == 1500
+    assert count_events(scanned, glob, budget_s=-1) is None
+    assert count_events(indexed, glob) == 30

@@ -206,9 +206,12 @@ def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: P
     page.get_by_role("link", name="Events").click()
     expect(page.locator("#live")).to_have_text("live")
     page.evaluate("window.__sameDocument = true")  # a reload would lose this
+    before = int(page.locator("#total").inner_text().replace(",", ""))
     assert call(gateway, ("sandbox__read_file", {"filename": "readme.md"})) == [False]
     newest = _stored(gateway, "readme.md")
     expect(page.locator(f'tbody#rows tr[data-seq="{newest["seq"]}"]')).to_contain_text("sandbox__read_file")
+    expect(_rows(page).first).to_have_attribute("data-seq", str(newest["seq"]))  # on top, newest first
+    expect(page.locator("#total")).to_have_text(str(before + 1))
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("#verify-status")).to_contain_text("chain valid", timeout=120_000)
 

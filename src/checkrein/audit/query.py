@@ -149,22 +149,35 @@ def query_events(
     return out[:limit] if first else out[-limit:]
 
 
-def count_events(directory: Path, flt: EventFilter, *, cap: int | None = None) -> int:
-    """How many events match ``flt``; with ``cap``, counting stops at ``cap`` (a bound on the work
-    for a broad filter over a large log). Raises ``AuditError`` for a missing directory."""
+def count_events(
+    directory: Path, flt: EventFilter, *, cap: int | None = None, budget_s: float | None = None
+) -> int | None:
+    """How many events match ``flt``: at most ``cap`` (counting stops there), or ``None`` when
+    counting took longer than ``budget_s`` seconds (a filter no index serves, over a large log).
+    Raises ``AuditError`` for a missing directory."""
     _require_dir(directory)
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     index = directory / INDEX_FILE
     if index.exists():
         try:
             where, params = _where(flt)
             inner = "SELECT 1 FROM events" + where + (" LIMIT ?" if cap is not None else "")
             with _read_only(index) as db:
-                row = db.execute(f"SELECT COUNT(*) FROM ({inner})", [*params, *([cap] if cap is not None else [])]).fetchone()
+                if deadline is not None:
+                    db.set_progress_handler(lambda: int(time.monotonic() > deadline), 20_000)
+                try:
+                    row = db.execute(f"SELECT COUNT(*) FROM ({inner})", [*params, *([cap] if cap is not None else [])]).fetchone()
+                except sqlite3.OperationalError:
+                    if deadline is not None and time.monotonic() > deadline:
+                        return None  # interrupted by the progress handler: over budget
+                    raise
             return int(row[0])
         except sqlite3.Error:
             pass  # fall through to the source of truth
     n = 0
-    for e in _scan(directory):
+    for i, e in enumerate(_scan(directory)):
+        if deadline is not None and i % 1000 == 0 and time.monotonic() > deadline:
+            return None
         if flt.matches(e):
             n += 1
             if cap is not None and n >= cap:
@@ -192,9 +205,11 @@ def _where(flt: EventFilter) -> tuple[str, list[Any]]:
     user conditions repeat the index expressions verbatim, so SQLite uses those indexes."""
     where: list[str] = []
     params: list[Any] = []
-    # Trace, session and outcome are NULL for non-calls; leaving `type` out lets an outcome count
-    # read only its covering index. The partial indexes (server, user, rule) need it spelled out.
-    if flt.calls_only or flt.tool or flt.server or flt.user or flt.rule:
+    # Only calls have a trace, session, outcome or rule: with one of those `type` is left out, so
+    # an outcome count reads only its covering index. The partial indexes (server, user) need it
+    # spelled out, and the tool column also holds lifecycle event names.
+    implied = flt.trace or flt.session or flt.outcome or flt.rule
+    if flt.tool or flt.server or flt.user or (flt.calls_only and not implied):
         where.append("type = 'call'")
     for column, value in (("trace_id", flt.trace), ("session_id", flt.session), ("outcome", flt.outcome),
                           (SERVER_EXPR, flt.server), (USER_EXPR, flt.user)):

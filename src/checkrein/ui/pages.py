@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 _REASON_CHARS = 160
+_UNCOUNTED = ' title="Counting stopped: no index serves this combination of filters quickly. The list is complete; page with Older."'
 
 
 def _short_time(t: object) -> str:
@@ -153,7 +154,7 @@ def list_body(
     events: Sequence[dict[str, Any]],
     *,
     base: str,
-    total: int,
+    total: int | None,
     capped: bool,
     values: CallValues,
     error: str | None,
@@ -163,7 +164,8 @@ def list_body(
     newest_first = list(reversed(events))
     last_seq = max((int(e["seq"]) for e in events if isinstance(e.get("seq"), int)), default=values.last_seq)
     live_src = url(base, "/events.json", q.params()) if q.newest else None
-    count = f"{total:,}{'+' if capped else ''}"
+    count = "many" if total is None else f"{total:,}{'+' if capped else ''}"
+    exact = total is not None and not capped
     filtered = any(k in q.raw for k in FIELDS if k != "kind")
     what = "matching events" if filtered else ("events" if q.flt.calls_only is False else "calls")
     status = ('<span id="live" class="live" data-state="on">live</span>' if q.newest
@@ -180,7 +182,8 @@ def list_body(
     return Html(
         filter_form(q, values, base=base, error=error)
         + (f'<p class="note">{esc(note)}</p>' if note else "")
-        + f'<div class="bar"><span class="count"><b id="total">{esc(count)}</b> {esc(what)}'
+        + f'<div class="bar"><span class="count"{_UNCOUNTED if total is None else ""}>'
+        f'<b id="total" data-exact="{int(exact)}">{esc(count)}</b> {esc(what)}'
         f" · showing {len(events)}</span>{status}"
         + '<button type="button" id="pause" class="btn" hidden>pause</button></div>'
         + _table(event_rows(newest_first, base=base), live_src=live_src, last_seq=last_seq)
@@ -304,12 +307,12 @@ def event_body(e: dict[str, Any], trace: Sequence[dict[str, Any]], *, base: str)
         ("span / parent", Html(f"{_mono(e.get('span_id'))} / {_mono(e.get('parent_span_id'))}")),
         ("time", _mono(e.get("time"))),
     ])
-    res = (_dl([
+    res = (Html("<dl>" + _dl([
         ("size", esc(f"{result.get('size_bytes')} bytes")),
         ("sha256", _mono(result.get("sha256"))),
         ("flags", esc(", ".join(str(f) for f in result.get("flags") or []) or "—")),
         ("summary (redacted)", Html(f"<pre>{pretty_json(result.get('summary'))}</pre>")),
-    ]) if result else Html('<span class="none">no result (the call was not forwarded, or nothing came back)</span>'))
+    ]) + "</dl>") if result else Html('<span class="none">no result (the call was not forwarded, or nothing came back)</span>'))
     integrity = _dl([
         ("tool digest", _mono(e.get("tool_digest"))),
         ("args sha256", _mono(e.get("args_sha256"))),

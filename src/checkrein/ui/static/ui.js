@@ -44,7 +44,11 @@
         if (!r.ok) { state("error", data.waiting ? "waiting for the log" : "error: " + (data.error || r.status)); return; }
         state("on", "live");
         updateVerify(data.verify);
-        if (total && data.total) total.textContent = data.total;
+        if (total && total.dataset.exact === "1" && data.added > 0) {
+          const n = Number(total.textContent.replace(/,/g, "")) + data.added;
+          total.textContent = n.toLocaleString("en-US") + (data.more ? "+" : "");
+          if (data.more) total.dataset.exact = "0";
+        }
         if (data.added > 0) {
           const empty = document.querySelector("p.empty");
           if (empty) empty.remove();
