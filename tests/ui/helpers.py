@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -80,3 +89,64 @@ def write_audit(directory: Path, records: Sequence[CallRecord | LifecycleRecord]
         return trail
 
     return anyio.run(run)
+
+
+# -- subprocesses ----------------------------------------------------------------------------
+
+REPO_SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment for a `python -m checkrein` child (no CHECKREIN_TOKEN unless given)."""
+    env = {k: v for k, v in os.environ.items() if k != "CHECKREIN_TOKEN"}
+    env["PYTHONPATH"] = str(REPO_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def start_until(args: Sequence[str], pattern: str, *, env: dict[str, str], cwd: Path | None = None,
+                timeout: float = 90) -> tuple[subprocess.Popen[bytes], re.Match[str]]:
+    """Start ``python -m checkrein ARGS`` and wait (bounded) for a stderr line matching ``pattern``."""
+    proc = subprocess.Popen([sys.executable, "-m", "checkrein", *args], env=env, cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(raw.decode(errors="replace")) for raw in proc.stderr or ()],
+                     daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            if proc.poll() is not None:
+                break
+            continue
+        seen.append(line)
+        m = re.search(pattern, line)
+        if m:
+            return proc, m
+    stop(proc)
+    raise AssertionError(f"checkrein {' '.join(args)}: no line like {pattern!r} (exit {proc.poll()}): {''.join(seen)[-2000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, then SIGKILL after a bounded wait; returns the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return int(proc.returncode)
+
+
+def http_status(url: str, token: str | None = None) -> int:
+    """GET over loopback (never a proxy); the HTTP status."""
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)

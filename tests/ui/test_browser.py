@@ -27,51 +27,12 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from checkrein.audit import EventFilter, query_events
 
-from .helpers import CHROME_ARGS, XSS
+from .helpers import CHROME_ARGS, XSS, child_env, start_until, stop
 
-REPO_SRC = Path(__file__).resolve().parents[2] / "src"
 TOKEN = "browser-test-token"
 CHROMIUM = os.environ.get("CHECKREIN_CHROMIUM", "/usr/bin/chromium")
 WAIT_MS = 30_000
 expect.set_options(timeout=WAIT_MS)
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    env["GW_TOKEN"] = TOKEN
-    return env
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(check: Any, what: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise AssertionError(f"{what}: exited {proc.returncode}: {err[-2000:]}")
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout} s")
-
-
-def _up(url: str) -> bool:
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 CONFIG = """\
@@ -107,22 +68,12 @@ class Gateway:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     work = tmp_path_factory.mktemp("browser")
     (work / "checkrein.toml").write_text(CONFIG, encoding="utf-8")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "checkrein", "serve", "--config", str(work / "checkrein.toml"), "--transport", "http",
-         "--port", str(port), "--ui"],
-        cwd=work, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    proc, m = start_until(["serve", "--config", str(work / "checkrein.toml"), "--transport", "http", "--port", "0", "--ui"],
+                          r"audit web view on (http://127\.0\.0\.1:\d+)/ui/", env=child_env(GW_TOKEN=TOKEN), cwd=work)
     try:
-        _wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), "checkrein serve --ui", proc)
-        yield Gateway(f"http://127.0.0.1:{port}", work / "audit")
+        yield Gateway(m.group(1), work / "audit")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
 
 
 def call(gw: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[bool]:
@@ -231,31 +182,21 @@ def test_a_script_in_a_tool_argument_is_shown_as_text(gateway: Gateway, page: Pa
 
 def test_the_standalone_view_opens_from_the_printed_address(gateway: Gateway, page: Page) -> None:
     """`checkrein ui --audit DIR` prints an address with a one-time token that opens the view."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "checkrein", "ui", "--audit", str(gateway.audit), "--port", str(port)],
-                            env={k: v for k, v in _env().items() if k != "CHECKREIN_TOKEN"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, m = start_until(["ui", "--audit", str(gateway.audit), "--port", "0"],
+                          r"on (http://127\.0\.0\.1:\d+)/\?token=([\w-]+)", env=child_env())
     try:
-        assert proc.stderr is not None
-        line = b""
-        deadline = time.monotonic() + 60
-        while b"?token=" not in line and time.monotonic() < deadline and proc.poll() is None:
-            line = proc.stderr.readline()
-        m = re.search(rb"(http://127\.0\.0\.1:\d+/\?token=[\w-]+)", line)
-        assert m, line
-        page.goto(m.group(1).decode())
+        page.goto(f"{m.group(1)}/?token={m.group(2)}")
         expect(_rows(page).first).to_be_visible()
         expect(page.locator("header .dir")).to_contain_text(str(gateway.audit.resolve()))
-        page.goto(f"http://127.0.0.1:{port}/charts")
+        page.goto(f"{m.group(1)}/charts")
         expect(page.locator("figure.chart svg")).to_have_count(2)
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        assert stop(proc) == 0
 
 
 def test_the_audit_of_the_browser_session_verifies(gateway: Gateway) -> None:
     """What the view read is a log `checkrein audit verify --live` accepts."""
     out = subprocess.run([sys.executable, "-m", "checkrein", "audit", "verify", str(gateway.audit), "--live", "--json"],
-                         env=_env(), capture_output=True, timeout=120)
+                         env=child_env(), capture_output=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["valid"] is True

@@ -3,14 +3,6 @@ as a real subprocess on loopback."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +10,7 @@ from typer.testing import CliRunner
 
 from checkrein.cli.main import app
 
-from .helpers import call, denied, write_audit
+from .helpers import call, child_env, denied, http_status, start_until, stop, write_audit
 
 runner = CliRunner()
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
@@ -61,69 +53,37 @@ def test_serve_ui_needs_the_http_transport(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--ui needs --transport http" in res.output
 
 
-def _get(url: str, token: str | None = None) -> int:
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=10) as r:
-            return int(r.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
+_ADDRESS = r"on (http://127\.0\.0\.1:\d+/\S*)"
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "checkrein", "ui", *args, "--port", "0"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline().decode()
-        m = re.search(r"on (http://127\.0\.0\.1:\d+/\S*)", line)
-        if m:
-            return proc, m.group(1)
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError(f"checkrein ui printed no address (exit {proc.poll()})")
-
-
-@pytest.fixture
-def env() -> Iterator[dict[str, str]]:
-    e = {k: v for k, v in os.environ.items() if k != "CHECKREIN_TOKEN"}
-    e["PYTHONPATH"] = str(REPO_SRC) + os.pathsep + e.get("PYTHONPATH", "")
-    yield e
-
-
-def test_ui_makes_a_one_time_token_when_none_is_configured(audit_dir: Path, env: dict[str, str]) -> None:
+def test_ui_makes_a_one_time_token_when_none_is_configured(audit_dir: Path) -> None:
     """The printed address holds a fresh token; without it the view answers 401."""
-    proc, address = _start(["--audit", str(audit_dir)], env)
+    proc, m = start_until(["ui", "--audit", str(audit_dir), "--port", "0"], _ADDRESS, env=child_env())
     try:
-        base, _, token = address.partition("/?token=")
+        base, _, token = m.group(1).partition("/?token=")
         assert len(token) >= 30
-        assert _get(base + "/") == 401 and _get(base + "/", "wrong") == 401
-        assert _get(base + "/", token) == 200 and _get(base + "/charts", token) == 200
+        assert http_status(base + "/") == 401 and http_status(base + "/", "wrong") == 401
+        assert http_status(base + "/", token) == 200 and http_status(base + "/charts", token) == 200
     finally:
-        proc.terminate()
-        assert proc.wait(timeout=20) == 0  # stops cleanly
+        assert stop(proc) == 0  # SIGTERM stops it cleanly
 
 
-def test_ui_uses_the_configs_tokens(audit_dir: Path, env: dict[str, str], tmp_path: Path) -> None:
+def test_ui_uses_the_configs_tokens(audit_dir: Path, tmp_path: Path) -> None:
     """With --config the gateway's own tokens open the view, and its audit dir is the default."""
     cfg = tmp_path / "checkrein.toml"
     cfg.write_text(f'[gateway]\ntoken = "${{UI_T}}"\n\n[audit]\ndir = "{audit_dir}"\n', encoding="utf-8")
-    proc, address = _start(["--config", str(cfg)], {**env, "UI_T": "config-token"})
+    proc, m = start_until(["ui", "--config", str(cfg), "--port", "0"], _ADDRESS, env=child_env(UI_T="config-token"))
     try:
-        assert "?token=" not in address
-        assert _get(address, "config-token") == 200 and _get(address) == 401
+        assert "?token=" not in m.group(1)
+        assert http_status(m.group(1), "config-token") == 200 and http_status(m.group(1)) == 401
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop(proc)
 
 
-def test_ui_no_token_serves_loopback_anonymously(audit_dir: Path, env: dict[str, str]) -> None:
+def test_ui_no_token_serves_loopback_anonymously(audit_dir: Path) -> None:
     """--no-token is the explicit choice to let any local user read the audit."""
-    proc, address = _start(["--audit", str(audit_dir), "--no-token"], env)
+    proc, m = start_until(["ui", "--audit", str(audit_dir), "--no-token", "--port", "0"], _ADDRESS, env=child_env())
     try:
-        assert _get(address) == 200
+        assert http_status(m.group(1)) == 200
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop(proc)

@@ -69,7 +69,7 @@ _SECURITY_HEADERS = [
 ]
 _STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
 _COUNT_CAP = 100_000
-_COUNT_BUDGET_S = 0.25
+_COUNT_BUDGET_S = 0.15
 """A count no index serves stops after this long; the list then says "many" instead of a number."""
 _LIVE_MAX = 200
 _TRACE_MAX = 2000
