@@ -180,6 +180,7 @@ def test_bad_filters_are_named_and_refused(client: TestClient) -> None:
         r = client.get("/", params=params)
         assert r.status_code == 400 and f"{field}:" in r.text, params
     assert client.get("/events.json", params={"since": "nonsense"}).status_code == 400
+    assert client.get("/events.json", params={"after": "9" * 30}).status_code == 400
 
 
 def test_pages_go_back_and_forth_by_seq(client: TestClient) -> None:
@@ -215,6 +216,7 @@ def test_event_page_shows_decision_trace_and_record(client: TestClient) -> None:
     assert detail.count('<span class="indent"></span>') == 3  # three calls under the trace's first
     assert '&quot;hash&quot;: &quot;' in detail and '&quot;prev_hash&quot;: &quot;' in detail
     assert client.get("/event/999999").status_code == 404
+    assert client.get(f"/event/{2**70}").status_code == 404
 
 
 def test_trace_page_orders_calls_under_their_parents(client: TestClient) -> None:

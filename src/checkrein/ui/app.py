@@ -15,6 +15,7 @@ refused. Authentication is not here: wrap the app in `checkrein.frontend.HttpGua
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -235,9 +236,12 @@ def build_ui_app(
         so a poll costs one indexed range read."""
         base = _base(request)
         try:
-            q = parse_list_query(request.query_params)
-            after = int(request.query_params.get("after", "-1"))
-        except (FilterError, ValueError) as exc:
+            q = parse_list_query({k: v for k, v in request.query_params.items() if k != "after"})
+            after_text = request.query_params.get("after", "-1").strip()
+            if not re.fullmatch(r"-1|\d{1,18}", after_text):
+                raise FilterError("after", f"expected a seq number, got {after_text!r}")
+            after = int(after_text)
+        except FilterError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         try:
             flt = replace(q.flt, after_seq=after, before_seq=None)
@@ -257,7 +261,8 @@ def build_ui_app(
     async def event_page(request: Request) -> Response:
         seq = int(request.path_params["seq"])
         try:
-            e = await state.run(event_at, state.directory, seq)
+            # Past 2**62: no log is that long, and SQLite's integers end at 2**63.
+            e = await state.run(event_at, state.directory, seq) if seq < 2**62 else None
             trace: list[dict[str, Any]] = []
             if e is not None and e.get("type") == "call" and e.get("trace_id"):
                 trace = await state.run(query_events, state.directory, EventFilter(trace=str(e["trace_id"])),
