@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from checkrein.audit import EventFilter, query_events
+from checkrein.audit.query import count_events
 
 from .helpers import CHROME_ARGS, XSS, child_env, start_until, stop
 
@@ -158,11 +159,15 @@ def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: P
     expect(page.locator("#live")).to_have_text("live")
     page.evaluate("window.__sameDocument = true")  # a reload would lose this
     before = int(page.locator("#total").inner_text().replace(",", ""))
+    top = int(_rows(page).first.get_attribute("data-seq") or "0")
     assert call(gateway, ("sandbox__read_file", {"filename": "readme.md"})) == [False]
     newest = _stored(gateway, "readme.md")
     expect(page.locator(f'tbody#rows tr[data-seq="{newest["seq"]}"]')).to_contain_text("sandbox__read_file")
-    expect(_rows(page).first).to_have_attribute("data-seq", str(newest["seq"]))  # on top, newest first
-    expect(page.locator("#total")).to_have_text(str(before + 1))
+    # Newest first: the new call sits above every row the page had (listings are audited too).
+    assert page.locator(f'tbody#rows tr[data-seq="{top}"] ~ tr[data-seq="{newest["seq"]}"]').count() == 0
+    arrived = count_events(gateway.audit, EventFilter(calls_only=True, after_seq=top))
+    assert arrived is not None and arrived >= 1
+    expect(page.locator("#total")).to_have_text(f"{before + arrived:,}")
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("#verify-status")).to_contain_text("chain valid", timeout=120_000)
 
