@@ -19,7 +19,9 @@ class CallRecord:
     """One finished request (tools/call, resource read, prompt get, completion, subscription or
     listing), whatever happened."""
 
-    kind: Literal["tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list"]
+    kind: Literal[
+        "tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list", "sampling", "elicitation", "roots"
+    ]
     trace_id: str
     span_id: str
     parent_span_id: str | None

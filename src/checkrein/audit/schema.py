@@ -42,7 +42,7 @@ MAX_LINE_BYTES = 1024 * 1024
 """No event line is longer (the writer bounds every free-form field to stay far below)."""
 
 OUTCOMES = ("ok", "denied", "error", "timeout", "not_found")
-KINDS = ("tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list")
+KINDS = ("tool", "resource", "prompt", "completion", "subscribe", "unsubscribe", "list", "sampling", "elicitation", "roots")
 CHECKPOINT_REASONS = ("count", "timer", "shutdown", "rotation")
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")

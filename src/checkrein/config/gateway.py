@@ -65,6 +65,13 @@ class ServerConfig(_Strict):
     identities: tuple[str, ...] = ()
     """For `security_level = "high"`: the identities (or roles) that may call this server."""
     enabled: bool = True
+    sampling: Literal["allow", "deny"] | None = None
+    """May this server ask the calling client's model for a completion (sampling/createMessage)?
+    Default: allow, deny for `security_level = "high"`. Each request is inspected and audited."""
+    elicitation: Literal["allow", "deny"] | None = None
+    """May this server ask the calling client's user a question (elicitation/create)? Default as `sampling`."""
+    roots: Literal["allow", "deny"] | None = None
+    """May this server ask the calling client for its roots (roots/list)? Default as `sampling`."""
     prefix: str | None = None
     """What the server's tool and prompt names (`<prefix><separator><name>`) and resource URIs
     (`checkrein://<prefix>/...`) are exposed under. Default: the server's `name`. `""` exposes the

@@ -6,12 +6,20 @@ no ``isError``); refused tool calls are ``isError`` results built by the gate.
 
 list_changed: when the gate's catalog changes, handshake-era clients get
 ``notifications/tools/list_changed`` on their connection, and 2026-07-28 clients get it on their
-``subscriptions/listen`` streams (the SDK drops bare change notifications at that era).
+``subscriptions/listen`` streams (the SDK drops bare change notifications at that era); the same for
+an upstream's resource and prompt list changes.
+
+Relaying: while the gate handles a client's request, that request is the `Downstream` an upstream's
+progress, log messages and sampling/elicitation/roots requests go to (`frontend.downstream`,
+`checkrein.gate.relay`). ``logging/setLevel`` is fanned out to the upstreams; subscriptions are kept
+per client and ``notifications/resources/updated`` reaches the clients that subscribed. What is
+advertised is what is relayed, the same over stdio and HTTP (`_GatewayServer`).
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from typing import Any
 
@@ -34,6 +42,7 @@ from checkrein.gate.pipeline import Gate
 from checkrein.policy import ToolCall
 
 from .context import CallFactory
+from .downstream import ClientRequest, LogLevels, Subscriptions, relaying
 
 __all__ = ["GatewayServer", "REFUSED_ERROR_CODE"]
 
@@ -41,6 +50,24 @@ log = logging.getLogger("checkrein.frontend")
 
 REFUSED_ERROR_CODE = -32001
 """JSON-RPC error code of a refused resource read or prompt get; ``data.code`` is checkrein's code."""
+
+
+_NOTIFICATIONS = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's HTTP session manager asks for the initialization options without arguments;
+    stdio passes them. Both must advertise the same list_changed support."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: Any = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or _NOTIFICATIONS, experimental_capabilities, extensions
+        )
 
 
 class GatewayServer:
@@ -51,32 +78,42 @@ class GatewayServer:
         self.calls = calls
         self.bus = InMemorySubscriptionBus()
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.server: Server[Any] = Server(
-            gate.config.gateway.name,
-            version=__version__,
-            instructions="Tools of several MCP servers behind checkrein. Every call is checked against "
-            "policy and audited; a refused call says why.",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_list_resource_templates=self._list_resource_templates,
-            on_completion=self._complete,
-            on_subscriptions_listen=ListenHandler(self.bus),
-        )
+        self.levels = LogLevels()
+        self.subscriptions = Subscriptions()
+        with warnings.catch_warnings():
+            # The SDK warns that logging/setLevel is gone at 2026-07-28; handshake-era clients use it.
+            warnings.simplefilter("ignore")
+            self.server: Server[Any] = _GatewayServer(
+                gate.config.gateway.name,
+                version=__version__,
+                instructions="Tools of several MCP servers behind checkrein. Every call is checked against "
+                "policy and audited; a refused call says why.",
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_list_resources=self._list_resources,
+                on_read_resource=self._read_resource,
+                on_list_prompts=self._list_prompts,
+                on_get_prompt=self._get_prompt,
+                on_list_resource_templates=self._list_resource_templates,
+                on_completion=self._complete,
+                on_subscribe_resource=self._subscribe,
+                on_unsubscribe_resource=self._unsubscribe,
+                on_set_logging_level=self._set_logging_level,
+                on_roots_list_changed=self._roots_changed,
+                on_subscriptions_listen=ListenHandler(self.bus),
+            )
         # No tracing middleware on the hot path; checkrein carries its own trace ids into the audit.
         self.server.middleware = []
         self._remove_listener = gate.add_catalog_listener(self._catalog_changed)
+        relay = gate.relay
+        self._remove_relay = relay.add_listener(self._relayed) if relay is not None else (lambda: None)
 
     def initialization_options(self) -> InitializationOptions:
-        return self.server.create_initialization_options(
-            NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
-        )
+        return self.server.create_initialization_options(_NOTIFICATIONS)
 
     def close(self) -> None:
         self._remove_listener()
+        self._remove_relay()
 
     def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
         # The SDK exposes no public handle to a connection's standalone channel outside a request;
@@ -92,14 +129,32 @@ class GatewayServer:
         for conn in list(self._connections):
             await conn.send_tool_list_changed()
 
+    async def _relayed(self, event: str, value: str) -> None:
+        """An upstream's resource update or resource/prompt list change, for our clients."""
+        if event == "resource_updated":
+            for key, session in list(self.subscriptions.items(value)):
+                try:
+                    await session.send_resource_updated(value)
+                except Exception:  # that client went away: forget its subscriptions
+                    log.debug("dropping the subscriptions of a client that went away", exc_info=True)
+                    self.subscriptions.drop(key)
+            return
+        await self.bus.publish(ResourcesListChanged() if value == "resources" else PromptsListChanged())
+        for conn in list(self._connections):
+            if value == "resources":
+                await conn.send_resource_list_changed()
+            else:
+                await conn.send_prompt_list_changed()
+
     async def _list(self, ctx: ServerRequestContext[Any, Any], method: str) -> Any:
         """A listing, as a request through the gate (audited, judged by the policy)."""
         call = self.calls.make(ctx, kind="list", name=method, arguments={})
-        return await self._request(call)
+        return await self._request(ctx, call)
 
-    async def _request(self, call: ToolCall) -> Any:
+    async def _request(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> Any:
         try:
-            return await self.gate.request(call)
+            with relaying(ClientRequest(ctx, call, self.levels)):
+                return await self.gate.request(call)
         except CallRefused as exc:
             code = exc.rpc_code if exc.rpc_code is not None else REFUSED_ERROR_CODE
             raise MCPError(code, exc.message, {"code": exc.code}) from None
@@ -117,14 +172,15 @@ class GatewayServer:
     ) -> types.CallToolResult:
         call = self.calls.make(ctx, kind="tool", name=params.name, arguments=dict(params.arguments or {}))
         elicitor = self.gate.elicitor
-        if elicitor is None:
-            return await self.gate.call_tool(call)
-        # An approver may need to ask this very client (elicitation) while the call is held.
-        elicitor.register(call.session_id, ctx.session, ctx.request_id)
-        try:
-            return await self.gate.call_tool(call)
-        finally:
-            elicitor.unregister(call.session_id)
+        with relaying(ClientRequest(ctx, call, self.levels)):
+            if elicitor is None:
+                return await self.gate.call_tool(call)
+            # An approver may need to ask this very client (elicitation) while the call is held.
+            elicitor.register(call.session_id, ctx.session, ctx.request_id)
+            try:
+                return await self.gate.call_tool(call)
+            finally:
+                elicitor.unregister(call.session_id)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -144,7 +200,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         call = self.calls.make(ctx, kind="resource", name=str(params.uri), arguments={"uri": str(params.uri)})
-        result: types.ReadResourceResult = await self._request(call)
+        result: types.ReadResourceResult = await self._request(ctx, call)
         return result
 
     async def _list_prompts(
@@ -158,7 +214,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         call = self.calls.make(ctx, kind="prompt", name=params.name, arguments=dict(params.arguments or {}))
-        result: types.GetPromptResult = await self._request(call)
+        result: types.GetPromptResult = await self._request(ctx, call)
         return result
 
     async def _complete(
@@ -170,5 +226,31 @@ class GatewayServer:
             arguments["context"] = params.context.model_dump(by_alias=True, exclude_none=True, mode="json")
         name = str(ref.get("name") or ref.get("uri") or "")
         call = self.calls.make(ctx, kind="completion", name=name, arguments=arguments)
-        result: types.CompleteResult = await self._request(call)
+        result: types.CompleteResult = await self._request(ctx, call)
         return result
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        uri = str(params.uri)
+        call = self.calls.make(ctx, kind="subscribe", name=uri, arguments={"uri": uri})
+        await self._request(ctx, call)  # judged and audited for every client; upstreams take repeats
+        self.subscriptions.add(uri, call.session_id, ctx.session)
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        uri = str(params.uri)
+        call = self.calls.make(ctx, kind="unsubscribe", name=uri, arguments={"uri": uri})
+        if self.subscriptions.remove(uri, call.session_id):
+            await self._request(ctx, call)
+        return types.EmptyResult()
+
+    async def _set_logging_level(self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+        """Remember this client's level (log messages below it are not relayed to it) and ask the
+        upstreams for the most verbose level any client wants."""
+        session_key = self.calls.session_id(ctx)
+        await self.gate.set_logging_level(self.levels.set(session_key, params.level))
+        return types.EmptyResult()
+
+    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
+        await self.gate.roots_changed()

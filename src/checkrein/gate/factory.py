@@ -25,6 +25,7 @@ from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
 from .pipeline import Gate
+from .relay import GateRelay
 from .seams import Approver, Budget
 
 __all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
@@ -105,10 +106,11 @@ def build_gate(
 
     if approver is None and config.approval.mode == "webhook":
         config.require_resolved(WEBHOOK, "the approval webhook")
+    relay = GateRelay()
     if upstreams is None:
         config.require_resolved(LAUNCH, "starting the servers")
         servers = [resolve_python(s) for s in config.servers]
-        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event)
+        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay)
     elicitor = SessionElicitor()
     if approver is None:
         approver = build_approver(config.approval, clock=time.time, elicitor=elicitor)
@@ -125,4 +127,6 @@ def build_gate(
         inspector=inspector,
     )
     gate.elicitor = elicitor
+    gate.relay = relay
+    relay.bind(lambda: gate.state, inspector, gate.audit, gate.counters)
     return gate

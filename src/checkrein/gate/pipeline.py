@@ -42,6 +42,7 @@ from .counters import Counters
 from .flow import FlowStep, FlowStore, InMemoryFlowStore
 from .forward import ForwardStep
 from .listing import Listings
+from .relay import GateRelay
 from .seams import Approver, Budget
 from .session import SessionTable
 from .state import GateState
@@ -123,6 +124,8 @@ class Gate:
         """Server name -> why it failed to start (stderr tail). Those servers are not served."""
         self.elicitor: SessionRegistry | None = None
         """Set by `build_gate` when the approver can ask the client (elicitation)."""
+        self.relay: GateRelay | None = None
+        """Set by `build_gate`: what upstreams send back on their own (`checkrein.gate.relay`)."""
         self.trust_on_first_use = True
         """Whether entering the gate pins by trust on first use (`tools`/`pin` turn it off)."""
         self.lock_written = False
@@ -466,6 +469,29 @@ class Gate:
         result = await self.request(call)
         assert isinstance(result, types.GetPromptResult)
         return result
+
+    async def set_logging_level(self, level: str) -> None:
+        """A client's ``logging/setLevel``, passed to every ready upstream that logs. Never raises."""
+        for name in sorted(self.ready_servers()):
+            up = self.upstreams[name]
+            setter = getattr(up, "set_logging_level", None)
+            if setter is None:
+                continue
+            try:
+                await setter(level, timeout_s=self.timeout_of(name))
+            except Exception as exc:  # noqa: BLE001 - one server that cannot set its level must not fail the client
+                log.warning("setting the log level of %r failed: %s", name, exc)
+
+    async def roots_changed(self) -> None:
+        """A client's ``notifications/roots/list_changed``, passed to the upstreams allowed roots."""
+        for name in sorted(self.ready_servers()):
+            up = self.upstreams[name]
+            notify = getattr(up, "roots_changed", None)
+            if notify is not None and (self.relay is None or self.relay.wants(name, "roots")):
+                try:
+                    await notify()
+                except Exception as exc:  # noqa: BLE001 - informative; the upstream asks again when it needs roots
+                    log.debug("telling %r that roots changed failed: %s", name, exc)
 
     # -- listings without a request (CLI, tests) ---------------------------------------------
 

@@ -57,8 +57,8 @@ def scan_target(call: ToolCall) -> tuple[dict[str, Any], dict[str, ArgKind]]:
     from checkrein.policy.analyzers.schema import kind_from_name
 
     if call.kind in ("resource", "subscribe"):
-        target, kind = _uri_target(str(call.arguments.get("uri", "")))
-        return {"uri": target}, {"/uri": kind}
+        uri_value, uri_kind = _uri_target(str(call.arguments.get("uri", "")))
+        return {"uri": uri_value}, {"/uri": uri_kind}
     if call.kind == "completion":
         argument = call.arguments.get("argument")
         context = call.arguments.get("context")
@@ -79,11 +79,17 @@ def scan_target(call: ToolCall) -> tuple[dict[str, Any], dict[str, ArgKind]]:
                         kinds[f"/context/arguments/{name}"] = k
         return out, kinds
     kinds = {}
-    for name in call.arguments:
+    target: dict[str, Any] = {}
+    for name, value in call.arguments.items():
         k = kind_from_name(str(name))
+        if k == "url" and isinstance(value, str):
+            # A prompt's URI argument names a resource as often as a web page: judged like a
+            # resource URI (a `test://` or `file:` URI by its path, a network URI as a URL).
+            value, k = _uri_target(value)
+        target[name] = value
         if k is not None:
             kinds["/" + str(name).replace("~", "~0").replace("/", "~1")] = k
-    return dict(call.arguments), kinds
+    return target, kinds
 
 
 def _governance(policy: CompiledPolicy, call: ToolCall) -> ToolGovernance:

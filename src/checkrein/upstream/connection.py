@@ -37,6 +37,7 @@ from checkrein.errors import UpstreamError, UpstreamRequestFailed, UpstreamTimeo
 from checkrein.upstream._stdio import StderrTail, StdioProcess
 from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
+from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.transports import all_pages, open_transport
 from checkrein.upstream.wire import describe_error as _describe
@@ -93,8 +94,11 @@ class McpUpstream:
         era: Era = "auto",
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
+        relay: RelayHooks | None = None,
     ) -> None:
         self.name = config.name
+        self._relay = relay
+        self._inflight = InFlight()
         self.config = config
         self._on_tools_changed = on_tools_changed
         self._on_event = on_event
@@ -199,6 +203,21 @@ class McpUpstream:
     async def list_resources(self) -> list[types.Resource]:
         return list(self._resources)
 
+    async def set_logging_level(self, level: str, *, timeout_s: float) -> bool:
+        """Pass a client's ``logging/setLevel`` on; False when the server does not log (2025 era only)."""
+        link = self._link
+        caps = link.session.server_capabilities if link is not None and not link.dead else None
+        if caps is None or caps.logging is None or self._negotiated_era == "modern":
+            return False
+        await self._forward("logging/setLevel", timeout_s, lambda session: session.set_logging_level(level))  # type: ignore[arg-type]
+        return True
+
+    async def roots_changed(self) -> None:
+        """Tell the server the client's roots changed (it may ask for them again)."""
+        link = self._link
+        if link is not None and not link.dead:
+            await link.session.send_roots_list_changed()
+
     def tools_pending(self) -> bool:
         """True while a ``list_changed`` for tools is being followed (re-listed, handed to the gate)."""
         return not self._tools_settled.is_set()
@@ -245,8 +264,13 @@ class McpUpstream:
         return await self._forward(f"unsubscribe {uri!r}", timeout_s, lambda session: session.unsubscribe_resource(uri))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> types.CallToolResult:
+        downstream = CURRENT_DOWNSTREAM.get()
+        meta = downstream.upstream_meta if downstream is not None else None
+        on_progress = downstream.progress if downstream is not None and downstream.progress_token is not None else None
         result = await self._forward(
-            f"tool {name!r}", timeout_s, lambda session: session.forward_tool_call(name, arguments)
+            f"tool {name!r}",
+            timeout_s,
+            lambda session: session.forward_tool_call(name, arguments, meta=meta, on_progress=on_progress),
         )
         self._failures = 0
         return strip_identifying_meta(result)
@@ -279,7 +303,7 @@ class McpUpstream:
             link = await self._revive()
         for attempt in (1, 2):
             try:
-                with anyio.fail_after(timeout_s):
+                with anyio.fail_after(timeout_s), self._inflight.holding(CURRENT_DOWNSTREAM.get()):
                     return await send(link.session)
             except TimeoutError:
                 raise UpstreamTimeout(f"{self.name}: {what} did not answer within {timeout_s:g} s") from None
@@ -367,7 +391,10 @@ class McpUpstream:
         process = StdioProcess(stderr=StderrTail(log_as=self.name)) if self.config.transport == "stdio" else None
         self._last_process = process
         try:
-            link: _Link = await self._tg.start(self._run_link, era, process)
+            # A restart may happen inside some client's call: the connection's tasks must not
+            # inherit that client (they would attribute every later message to it).
+            with no_downstream():
+                link: _Link = await self._tg.start(self._run_link, era, process)
         except Exception as exc:
             cause = _first_cause(exc)
             if isinstance(cause, ModernOnlyServer):
@@ -425,11 +452,13 @@ class McpUpstream:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
         read, write = await stack.enter_async_context(open_transport(self.config, process))
+        callbacks = SessionCallbacks(self.name, self._relay, self._inflight).kwargs() if self._relay else {}
         session = UpstreamSession(
             read,
             write,
             message_handler=self._on_message,
             client_info=types.Implementation(name="checkrein", version=checkrein.__version__),
+            **callbacks,
         )
         await stack.enter_async_context(session)
         with anyio.fail_after(self._connect_timeout_s):
@@ -557,6 +586,10 @@ class McpUpstream:
             self.stats["bad_messages"] += 1
             logger.warning("%s sent an unreadable message: %s", self.name, message)
             return
+        if isinstance(message, types.ResourceUpdatedNotification):
+            if self._relay is not None:
+                await self._relay.resource_updated(self.name, str(message.params.uri))
+            return
         kind = {
             types.ToolListChangedNotification: "tools",
             types.ResourceListChangedNotification: "resources",
@@ -604,8 +637,12 @@ class McpUpstream:
         elif kind == "resources":
             self._resources = await all_pages(session.list_resources, "resources")
             self._templates = await _templates(session)
+            if self._relay is not None:
+                await self._relay.list_changed(self.name, "resources")
         else:
             self._prompts = await all_pages(session.list_prompts, "prompts")
+            if self._relay is not None:
+                await self._relay.list_changed(self.name, "prompts")
 
     async def _tools_changed(self) -> None:
         if self._on_tools_changed is None:

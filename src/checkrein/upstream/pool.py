@@ -16,6 +16,7 @@ from checkrein.errors import UpstreamError, UpstreamUnavailable
 from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, Upstream, UpstreamInfo
 from checkrein.upstream.connection import LifecycleHook, McpUpstream
+from checkrein.upstream.relay import RelayHooks
 from checkrein.upstream.session import Era
 
 __all__ = ["UpstreamPool"]
@@ -47,6 +48,7 @@ class UpstreamPool(Mapping[str, Upstream]):
         era: Era = "auto",
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
+        relay: RelayHooks | None = None,
     ) -> None:
         self._managed: dict[str, McpUpstream] = {}
         for cfg in configs:
@@ -61,6 +63,7 @@ class UpstreamPool(Mapping[str, Upstream]):
                 era=era,
                 connect_timeout_s=connect_timeout_s,
                 backoff=backoff,
+                relay=relay,
             )
         self._all: dict[str, Upstream] = dict(self._managed)
         for up in upstreams:

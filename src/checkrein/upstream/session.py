@@ -42,7 +42,14 @@ class UpstreamSession(ClientSession):
         could be answered, and nothing was sent, so a fresh connection may carry it."""
         return bool(getattr(self._dispatcher, "_closed", False))
 
-    async def forward_tool_call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def forward_tool_call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None = None,
+        on_progress: Any = None,
+    ) -> types.CallToolResult:
         """``tools/call`` on the hot path: the same wire message and era stamping as ``call_tool``,
         without building and dumping a request model and without validating the result twice
         (measured here: about 100 us of CPU less per call, a fifth of the client side).
@@ -54,8 +61,14 @@ class UpstreamSession(ClientSession):
         # `_stamp` and `_dispatcher` are the SDK session's own seams (set in its constructor);
         # the behaviour suite runs this path in both protocol eras, so a change in them shows.
         params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if meta:
+            params["_meta"] = dict(meta)
         data: dict[str, Any] = {"method": "tools/call", "params": params}
         opts: CallOptions = {}
+        if on_progress is not None:
+            # The dispatcher sends its own request id as the progress token and calls this once
+            # per progress notification of that request.
+            opts["on_progress"] = on_progress
         self._stamp(data, opts)
         raw = await self._dispatcher.send_raw_request("tools/call", data["params"], opts)
         kind = raw.get("resultType")
