@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -139,6 +140,11 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
 
 
 async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False) -> None:
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    # checkrein speaks both protocol eras on purpose; the SDK's notes on what 2026-07-28 removed
+    # (logging/setLevel, resources/subscribe) are not news for the operator's terminal.
+    warnings.simplefilter("ignore", MCPDeprecationWarning)
     from checkrein.frontend import Authenticator
     from checkrein.frontend.auth import LOOPBACK_HOSTS
 

@@ -232,8 +232,13 @@ class GatewayServer:
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
         uri = str(params.uri)
         call = self.calls.make(ctx, kind="subscribe", name=uri, arguments={"uri": uri})
-        await self._request(ctx, call)  # judged and audited for every client; upstreams take repeats
+        # Registered first: an upstream may announce an update before it answers the subscribe.
         self.subscriptions.add(uri, call.session_id, ctx.session)
+        try:
+            await self._request(ctx, call)  # judged and audited for every client; upstreams take repeats
+        except BaseException:
+            self.subscriptions.remove(uri, call.session_id)
+            raise
         return types.EmptyResult()
 
     async def _unsubscribe(
