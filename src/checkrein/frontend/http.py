@@ -142,9 +142,17 @@ def build_http_app(
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (port 0 picks a free one)."""
+    """A listening TCP socket on ``host:port`` (port 0 picks a free one), whose accepted
+    connections have ``TCP_NODELAY``.
+
+    asyncio sets ``TCP_NODELAY`` on accepted sockets only when the listener's ``proto`` is
+    ``IPPROTO_TCP``; a socket made with ``proto=0`` got none, and every SSE event then waited for
+    Nagle and the client's delayed ACK (about 40 ms per tools/call). Both are set: the protocol
+    number for asyncio, the option on the listener for kernels that pass it on to accepted sockets.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
