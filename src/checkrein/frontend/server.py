@@ -169,18 +169,26 @@ class GatewayServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         call = self.calls.make(ctx, kind="tool", name=params.name, arguments=dict(params.arguments or {}))
+        if params.request_state is not None or params.input_responses:
+            # A 2026-era client answering the approval form of an earlier round of this call.
+            taken = await self.gate.accept_input(call, params.request_state, params.input_responses)
+            log.debug("approval answer for %s: %s", call.exposed_name, taken)
         elicitor = self.gate.elicitor
         with relaying(ClientRequest(ctx, call, self.levels)):
             if elicitor is None:
-                return await self.gate.call_tool(call)
-            # An approver may need to ask this very client (elicitation) while the call is held.
-            elicitor.register(call.session_id, ctx.session, ctx.request_id)
-            try:
-                return await self.gate.call_tool(call)
-            finally:
-                elicitor.unregister(call.session_id)
+                out = await self.gate.run(call)
+            else:
+                # An approver may need to ask this very client (elicitation) while the call is held.
+                elicitor.register(call.session_id, ctx.session, ctx.request_id)
+                try:
+                    out = await self.gate.run(call)
+                finally:
+                    elicitor.unregister(call.session_id)
+        if out.pending is not None:
+            return self.gate.input_required(out.pending)
+        return self.gate.result_of(out)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -50,6 +50,7 @@ __all__ = [
     "CliApprover",
     "DenyApprover",
     "ElicitAnswer",
+    "InputRequired",
     "ElicitApprover",
     "ElicitingSession",
     "Elicitor",
@@ -62,10 +63,19 @@ __all__ = [
 ]
 
 Clock = Callable[[], float]
-ElicitAnswer = Literal["accept", "decline", "cancel", "unsupported"]
+ElicitAnswer = Literal["accept", "decline", "cancel", "unsupported", "input_required"]
 Elicitor = Callable[[ApprovalRequest], Awaitable[ElicitAnswer]]
 """Provided by the frontend: ask the client of ``request.call.session_id`` to confirm ``request.summary``
 through MCP elicitation. Return ``unsupported`` when that client did not declare the capability."""
+
+
+class InputRequired(Exception):
+    """The approver can only ask this client through the 2026-07-28 ``input_required`` round
+    trip: the gate answers the call with the approval form instead of denying it."""
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__("approval needs the client's input")
+        self.request = request
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -228,6 +238,15 @@ class ElicitingSession(Protocol):
     ) -> types.ElicitResult: ...
 
 
+def approval_message(request: ApprovalRequest) -> str:
+    """The question a person is asked, with every argument (see `gate.steps.approval_text`)."""
+    return printable(f"checkrein: approve this tool call? {request.summary} (rule {request.decision.rule_id})", 20_000)
+
+
+def approval_form() -> dict[str, Any]:
+    return dict(_APPROVE_SCHEMA)
+
+
 async def elicit_approval(
     session: ElicitingSession, request: ApprovalRequest, related_request_id: types.RequestId | None = None
 ) -> ElicitAnswer:
@@ -240,7 +259,7 @@ async def elicit_approval(
     legacy = types.ClientCapabilities(elicitation=types.ElicitationCapability())
     if not (session.check_client_capability(wanted) or session.check_client_capability(legacy)):
         return "unsupported"
-    message = printable(f"checkrein: approve this tool call? {request.summary} (rule {request.decision.rule_id})")
+    message = approval_message(request)
     try:
         result = await session.elicit_form(message, _APPROVE_SCHEMA, related_request_id)
     except NoBackChannelError:
@@ -267,7 +286,10 @@ class SessionElicitor:
         found = self._sessions.get(request.call.session_id)
         if found is None:
             return "unsupported"
-        return await elicit_approval(found[0], request, found[1])
+        session = found[0]
+        if not getattr(session, "can_send_request", True) and _asks_by_input_required(session):
+            return "input_required"
+        return await elicit_approval(session, request, found[1])
 
 
 class ElicitApprover:
@@ -280,6 +302,8 @@ class ElicitApprover:
         if self.elicitor is None:
             return ApprovalResult(False, self.name, "approval by elicitation is not available on this frontend")
         answer = await self.elicitor(request)
+        if answer == "input_required":
+            raise InputRequired(request)
         if answer == "accept":
             return ApprovalResult(True, self.name, "approved by the client")
         if answer == "unsupported":
@@ -326,6 +350,8 @@ class BoundApprover:
             raise ApprovalError("the approval request's args_digest does not match the call's arguments")
         key = GrantKey.of(call, request.args_digest, request.policy_digest)
         grant = await self._grants.get(key, self.clock())
+        if grant is not None and not grant.granted:
+            return grant  # an answered "no" (an input_required round) stands until it expires
         if grant is not None:
             return ApprovalResult(True, grant.approver, f"{grant.reason} (reused grant)".strip(), grant.expires_at)
         try:
@@ -334,6 +360,8 @@ class BoundApprover:
         except TimeoutError as exc:
             self.failures += 1
             raise ApprovalError(f"no approval answer within {self.timeout_s:g} s") from exc
+        except InputRequired:
+            raise
         except ApprovalError:
             self.failures += 1
             raise
@@ -345,6 +373,24 @@ class BoundApprover:
         granted = ApprovalResult(True, result.approver, result.reason, self.clock() + self.ttl_s)
         await self._grants.put(key, granted)
         return granted
+
+
+    async def answer(self, key: GrantKey, granted: bool, approver: str, reason: str) -> ApprovalResult:
+        """Record an answer given outside `approve` (an ``input_required`` round): a grant, or a
+        refusal that stands for the same call until it expires."""
+        result = ApprovalResult(granted, approver, reason, self.clock() + self.ttl_s)
+        await self._grants.put(key, result)
+        return result
+
+
+def _asks_by_input_required(session: Any) -> bool:
+    """A 2026-07-28 client that declared form elicitation: it answers approvals by input_required."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if getattr(session, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    caps = getattr(session, "client_capabilities", None)
+    return caps is not None and caps.elicitation is not None
 
 
 def build_approver(

@@ -110,6 +110,8 @@ class CallOutcome:
     """Why it was refused (denials only), without the `denied by checkrein:` framing."""
     rpc_code: int | None = None
     """For an upstream JSON-RPC error: its code, so a non-tool request can answer with the same one."""
+    pending: Any = None
+    """An `ApprovalRequest` the client must answer first (2026-era ``input_required``), else None."""
 
 
 CallNext: TypeAlias = Callable[[CallContext], Awaitable[CallOutcome]]

@@ -61,6 +61,7 @@ class InProcessGrants:
             return grant
 
     async def put(self, key: GrantKey, result: ApprovalResult) -> None:
+        """Keep ``result`` (a grant, or an answered refusal) for ``key`` until its ``expires_at``."""
         with self._lock:
             self._grants.pop(key, None)
             while len(self._grants) >= self.max_grants:

@@ -30,20 +30,23 @@ from typing import Any, Protocol
 import mcp.types as types
 
 from checkrein.audit.record import AuditTrail, LifecycleRecord
+from checkrein.canonical import digest
 from checkrein.catalog import Catalog, Names, PinnedTool, build_catalog, read_lock, write_lock
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
 from checkrein.policy import CompiledPolicy, Identity, ResultInspector, ToolCall, compile_policy
 
-from .approval import BoundApprover
+from .approval import BoundApprover, approval_form, approval_message
+from .approval_state import APPROVAL_INPUT_KEY, RequestSealer
 from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, build_chain
 from .counters import Counters
 from .flow import FlowStep, FlowStore, InMemoryFlowStore
 from .forward import ForwardStep
+from .grants import GrantKey
 from .listing import Listings
 from .relay import GateRelay
-from .seams import Approver, Budget
+from .seams import ApprovalRequest, Approver, Budget
 from .session import SessionTable
 from .state import GateState
 from .steps import ApprovalStep, AuditStep, BudgetStep, CatalogStep, InspectStep, PolicyStep, WritableStep
@@ -144,6 +147,8 @@ class Gate:
                 approver, ttl_s=config.approval.ttl_s, timeout_s=config.approval.timeout_s, clock=time.time
             )
         self.approver = approver
+        self.sealer = RequestSealer()
+        """Seals the state of 2026-era approval rounds (`gate.approval_state`)."""
         self.flows: FlowStore = flows if flows is not None else InMemoryFlowStore(config.policy.flow)
         """Session flow states (`checkrein.gate.flow`)."""
         defaults = default_steps(
@@ -449,6 +454,43 @@ class Gate:
         if isinstance(out.result, types.CallToolResult):
             return out.result
         return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
+
+    def result_of(self, out: CallOutcome) -> types.CallToolResult:
+        """The tools/call answer for an outcome: the result, or an ``isError`` result with the reason."""
+        if isinstance(out.result, types.CallToolResult):
+            return out.result
+        return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
+
+    def input_required(self, pending: ApprovalRequest) -> types.InputRequiredResult:
+        """The 2026-era answer to a call that needs approval: the form, and a sealed state that
+        binds the answer to this identity, session, tool, argument digest and policy digest."""
+        key = GrantKey.of(pending.call, pending.args_digest, pending.policy_digest)
+        state = self.sealer.seal(key, time.time() + self.config.approval.timeout_s)
+        form = types.ElicitRequestFormParams(message=approval_message(pending), requested_schema=approval_form())
+        return types.InputRequiredResult(
+            input_requests={APPROVAL_INPUT_KEY: types.ElicitRequest(params=form)}, request_state=state
+        )
+
+    async def accept_input(self, call: ToolCall, state: str | None, responses: Mapping[str, Any] | None) -> str:
+        """Take a 2026-era client's answer to an approval form. Returns what happened (``granted``,
+        ``declined``, or why the answer was ignored); the call then runs as usual, and is asked
+        again when the answer was ignored. Never raises."""
+        approver = self.approver
+        if not isinstance(approver, BoundApprover) or state is None:
+            return "ignored: no approval state"
+        sealed = self.sealer.open(state, time.time())
+        if sealed is None:
+            return "ignored: the approval state is not this gateway's, was altered, or expired"
+        expected = GrantKey.of(call, digest(call.arguments), self.policy.digest)
+        if sealed.key != expected:
+            return "ignored: the approval state belongs to another call, caller, session or policy"
+        answer = (responses or {}).get(APPROVAL_INPUT_KEY)
+        if not isinstance(answer, types.ElicitResult):
+            return "ignored: no answer to the approval form"
+        approved = answer.action == "accept" and (answer.content or {}).get("approve") is True
+        reason = "approved by the client (input_required)" if approved else f"the client answered {answer.action}"
+        await approver.answer(expected, approved, "elicit", reason)
+        return "granted" if approved else "declined"
 
     async def request(self, call: ToolCall) -> Any:
         """Any request other than tools/call: its result. Raises ``CallRefused`` (``rpc_code`` set

@@ -33,6 +33,7 @@ from checkrein.canonical import canonical_json, digest
 from checkrein.errors import AuditUnavailable, CheckreinError, StateUnavailable, ToolNotFound
 from checkrein.policy import Decision, Inspection, ResultInspector, ResultView, ToolCall, decide
 
+from .approval import InputRequired
 from .chain import CallContext, CallNext, CallOutcome, deny, fail
 from .counters import Counters
 from .resolve import resolve
@@ -315,6 +316,10 @@ class ApprovalStep:
         except TimeoutError:
             counters.approval_failures += 1
             return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; no approval within {timeout_s:g} s")
+        except InputRequired as need:
+            # Not a failure: a 2026-era client answers the approval form and retries the call.
+            why = f"{d.reason}; approval is needed: the client was asked to confirm this call"
+            return replace(deny(ctx, "approval.input_required", d.rule_id, why), pending=need.request)
         except Exception as exc:  # an approver that fails denies (fail closed)
             counters.approval_failures += 1
             log.exception("approver raised")
