@@ -131,6 +131,8 @@ class AutoApprover:
             # The ask came from what the arguments contain (a secret, an injection pattern), not
             # from the tool's risk: nothing automatic may wave that through.
             kinds = ", ".join(sorted({f"{f.analyzer}:{f.kind}" for f in request.decision.findings}))
+            if all(f.analyzer == "flow" for f in request.decision.findings):
+                return ApprovalResult(False, self.name, f"the session's flow rules ({kinds}) need a human approver")
             return ApprovalResult(False, self.name, f"argument findings ({kinds}) need a human approver")
         if risk in _RISK_ORDER and _RISK_ORDER.index(risk) <= _RISK_ORDER.index(self.max_risk):
             return ApprovalResult(True, self.name, f"{risk} risk is approved automatically")
