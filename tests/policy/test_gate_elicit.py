@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp.server.lowlevel import Server
 
-from checkrein.gate.approval import ElicitApprover, SessionElicitor
+from checkrein.gate.approval import ElicitApprover, InputRequired, SessionElicitor
 from checkrein.gate.seams import ApprovalRequest
 from checkrein.policy import Decision, Identity, ToolCall
 
@@ -36,6 +36,9 @@ def _server(elicitor: SessionElicitor, register: bool = True) -> Server[Any]:
             elicitor.register("session-1", ctx.session, ctx.request_id)
         try:
             result = await ElicitApprover(elicitor).approve(REQ)
+        except InputRequired as pending:
+            text = f"input_required: {pending.request.call.exposed_name}"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
         finally:
             elicitor.unregister("session-1")
         text = f"{'granted' if result.granted else 'refused'}: {result.reason}"
@@ -87,9 +90,13 @@ async def test_a_client_without_elicitation_is_refused() -> None:
     assert await _run(_server(SessionElicitor()), "legacy") == "refused: the client does not support elicitation"
 
 
-async def test_the_2026_era_has_no_back_channel_and_is_refused() -> None:
-    text = await _run(_server(SessionElicitor()), "auto", _answer("accept", {"approve": True}))
-    assert text == "refused: the client does not support elicitation"
+async def test_the_2026_era_has_no_back_channel_and_is_asked_by_input_required() -> None:
+    """A 2026-era client cannot be sent an elicitation request: the approver hands the call back to
+    the gate, which answers with an input_required result (tests/gateway/test_input_required.py)."""
+    callback = _answer("accept", {"approve": True})
+    text = await _run(_server(SessionElicitor()), "auto", callback)
+    assert text == "input_required: fs__rm"
+    assert callback.seen == [], "no server-initiated elicitation in the 2026 era"
 
 
 async def test_an_unregistered_session_is_refused() -> None:
