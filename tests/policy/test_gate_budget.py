@@ -112,3 +112,35 @@ def test_a_bucket_never_admits_more_than_burst_plus_refill(rate: float, burst: i
 def test_calls_spaced_at_the_rate_are_always_admitted(rate: float, n: int) -> None:
     b = budget(f'[[budgets.limits]]\nscope = "tool"\nrate_per_s = {rate}\nburst = 1\n')
     assert all(b.admit(call("fs__read"), i / rate).admitted for i in range(n))
+
+
+def test_per_identity_cap_holds_across_sessions_and_reconnects() -> None:
+    """A caller cannot reset a per-identity cap by opening new sessions; another caller has its own."""
+    b = budget('[[budgets.limits]]\nscope = "tool"\nmatch = "fs__*"\nmax_calls_per_identity = 3\n')
+    ci, ops = Identity("ci", source="token"), Identity("ops", source="token")
+    assert admitted(b, 2, session_id="a", identity=ci) == 2
+    assert admitted(b, 5, session_id="b", identity=ci) == 1, "a new session continues the count"
+    b.forget_session("a")
+    b.forget_session("b")
+    v = b.admit(replace(call("fs__read"), session_id="c", identity=ci), 0.0)
+    assert not v.admitted and "cap of 3 calls" in v.reason and "'ci'" in v.reason
+    assert admitted(b, 5, session_id="c", identity=ops) == 3
+    assert admitted(b, 5, session_id="c", identity=Identity("ci", source="stdio")) == 3, "another source, another caller"
+
+
+def test_per_identity_cap_window_starts_again() -> None:
+    """With identity_window_s the count starts again once the window has passed."""
+    b = budget('[[budgets.limits]]\nscope = "server"\nmatch = "fs"\nmax_calls_per_identity = 2\nidentity_window_s = 60\n')
+    assert admitted(b, 5, now=0.0) == 2
+    v = b.admit(call("fs__read"), 30.0)
+    assert not v.admitted and "per 60 s" in v.reason and "retry in 30 s" in v.reason
+    assert admitted(b, 5, now=59.0) == 0
+    assert admitted(b, 5, now=60.0) == 2
+
+
+def test_a_window_without_an_identity_cap_is_a_config_error() -> None:
+    """identity_window_s alone limits nothing: the config says so."""
+    import pytest
+
+    with pytest.raises(Exception, match="identity_window_s"):
+        budget('[[budgets.limits]]\nscope = "tool"\nrate_per_s = 1\nidentity_window_s = 5\n')

@@ -228,11 +228,19 @@ class BudgetLimit(_Strict):
     rate_per_s: float | None = Field(None, gt=0)
     burst: int | None = Field(None, ge=1)
     max_calls_per_session: int | None = Field(None, ge=1)
+    max_calls_per_identity: int | None = Field(None, ge=1)
+    """A cap per caller over all its sessions, so reconnecting does not reset it (and a sessionless
+    2026-era client, whose every request is its own session to the SDK, is capped too)."""
+    identity_window_s: float | None = Field(None, gt=0)
+    """The period `max_calls_per_identity` counts over (a fixed window from the first call);
+    unset: the gateway's lifetime."""
 
     @model_validator(mode="after")
     def _limits_something(self) -> BudgetLimit:
-        if self.rate_per_s is None and self.max_calls_per_session is None:
-            raise ValueError("a budget limit needs `rate_per_s` or `max_calls_per_session`")
+        if self.rate_per_s is None and self.max_calls_per_session is None and self.max_calls_per_identity is None:
+            raise ValueError("a budget limit needs `rate_per_s`, `max_calls_per_session` or `max_calls_per_identity`")
+        if self.identity_window_s is not None and self.max_calls_per_identity is None:
+            raise ValueError("`identity_window_s` needs `max_calls_per_identity`")
         if self.burst is not None and self.rate_per_s is None:
             raise ValueError("`burst` needs `rate_per_s`")
         return self

@@ -1,9 +1,11 @@
-"""In-process budgets (`[[budgets.limits]]`): token-bucket rates and per-session call caps.
+"""In-process budgets (`[[budgets.limits]]`): token-bucket rates, per-session and per-identity call caps.
 
 Each limit has a ``scope`` (``tool``: the exposed name; ``server``; ``identity``: the caller's user
 name) and a ``match`` glob over that key. A limit keeps one bucket per distinct key (so
-``scope = "identity", match = "*"`` gives every identity its own rate) and one counter per
-(key, session). A bucket holds ``burst`` tokens (default: ``ceil(rate_per_s)``, at least 1) and refills
+``scope = "identity", match = "*"`` gives every identity its own rate), one counter per
+(key, session) and one per (key, caller) (the caller is `identity_key`: source and user, so a
+reconnect, a new session or a sessionless request counts against the same cap; with
+``identity_window_s`` the count starts again after that long from the window's first call). A bucket holds ``burst`` tokens (default: ``ceil(rate_per_s)``, at least 1) and refills
 at ``rate_per_s``; each admitted call takes one token.
 
 `admit` checks every applicable limit first and only then charges them all, so a refused call costs
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from checkrein.config import BudgetLimit, BudgetSettings
 from checkrein.policy import ToolCall
 
+from .grants import identity_key
 from .seams import BudgetVerdict
 
 __all__ = ["InProcessBudget"]
@@ -34,6 +37,12 @@ _EPSILON = 1e-9
 class _Bucket:
     tokens: float
     updated: float
+
+
+@dataclass
+class _Window:
+    calls: int
+    started: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,7 @@ class InProcessBudget:
         ]
         self._buckets: dict[tuple[int, str], _Bucket] = {}
         self._session_calls: dict[tuple[int, str, str], int] = {}
+        self._identity_calls: dict[tuple[int, str, str], _Window] = {}
         self._lock = threading.Lock()
         self.refused = 0
 
@@ -87,7 +97,7 @@ class InProcessBudget:
             return BudgetVerdict(True)
         with self._lock:
             for lim, key in applicable:
-                refusal = self._check(lim, key, call.session_id, now)
+                refusal = self._check(lim, key, call, now)
                 if refusal is not None:
                     self.refused += 1
                     return refusal
@@ -100,12 +110,39 @@ class InProcessBudget:
                         # Bounded memory: forget the oldest session counter (a fresh session anyway).
                         self._session_calls.pop(next(iter(self._session_calls)))
                     self._session_calls[skey] = self._session_calls.get(skey, 0) + 1
+                if lim.spec.max_calls_per_identity is not None:
+                    self._identity_window(lim, key, call, now).calls += 1
         return BudgetVerdict(True)
 
-    def _check(self, lim: _Limit, key: str, session_id: str, now: float) -> BudgetVerdict | None:
+    def _identity_window(self, lim: _Limit, key: str, call: ToolCall, now: float) -> _Window:
+        ikey = (lim.index, key, identity_key(call.identity))
+        window = self._identity_calls.get(ikey)
+        span = lim.spec.identity_window_s
+        if window is None or (span is not None and now - window.started >= span):
+            if window is None and len(self._identity_calls) >= self.max_sessions:
+                self._identity_calls.pop(next(iter(self._identity_calls)))
+            window = self._identity_calls[ikey] = _Window(0, now)
+        return window
+
+    def _check(self, lim: _Limit, key: str, call: ToolCall, now: float) -> BudgetVerdict | None:
         spec = lim.spec
+        if spec.max_calls_per_identity is not None:
+            window = self._identity_window(lim, key, call, now)
+            if window.calls >= spec.max_calls_per_identity:
+                period = "" if spec.identity_window_s is None else f" per {spec.identity_window_s:g} s"
+                retry = (
+                    ""
+                    if spec.identity_window_s is None
+                    else f"; retry in {max(0.0, window.started + spec.identity_window_s - now):.0f} s"
+                )
+                return BudgetVerdict(
+                    False,
+                    lim.rule_id,
+                    f"{spec.scope} {key!r} reached its cap of {spec.max_calls_per_identity} calls{period} "
+                    f"for caller {call.identity.user!r}{retry}",
+                )
         if spec.max_calls_per_session is not None:
-            used = self._session_calls.get((lim.index, key, session_id), 0)
+            used = self._session_calls.get((lim.index, key, call.session_id), 0)
             if used >= spec.max_calls_per_session:
                 return BudgetVerdict(
                     False,
