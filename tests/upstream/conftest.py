@@ -54,10 +54,11 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline_s: float 
 class EchoHttpServer:
     """The echo server as a subprocess on 127.0.0.1 (``--http`` or ``--sse``); stop and start at will."""
 
-    def __init__(self, flag: str = "--http", port: int | None = None) -> None:
+    def __init__(self, flag: str = "--http", port: int | None = None, env: dict[str, str] | None = None) -> None:
         self.flag = flag
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> EchoHttpServer:
@@ -65,7 +66,7 @@ class EchoHttpServer:
             [sys.executable, *ECHO, self.flag, "--port", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=dict(os.environ),
+            env={**os.environ, **self.env},
         )
         _wait_listening(self.proc, self.port)
         return self
@@ -90,6 +91,16 @@ def _serve(flag: str) -> Iterator[str]:
 def http_echo_url() -> Iterator[str]:
     """Base URL of an echo server speaking Streamable HTTP (endpoint /mcp)."""
     yield from _serve("--http")
+
+
+@pytest.fixture
+def refusing_http_echo_url() -> Iterator[str]:
+    """A Streamable HTTP echo server that answers tools/call of `fail` with HTTP 401, `crash` with 501."""
+    server = EchoHttpServer(env={"ECHO_SERVER_HTTP_STATUS": "fail=401,crash=501"}).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture

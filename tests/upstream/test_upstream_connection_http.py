@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from checkrein.config import ServerConfig, config_from_mapping
-from checkrein.errors import UpstreamTimeout, UpstreamUnavailable
+from checkrein.errors import UpstreamRequestFailed, UpstreamTimeout, UpstreamUnavailable
 from checkrein.upstream import Backoff, McpUpstream
 from checkrein.upstream.session import Era
 
@@ -131,3 +131,14 @@ async def test_http_server_going_away_fails_the_call_then_reconnects_and_resumes
         with anyio.fail_after(30):
             assert text(await up.call_tool("echo", {"text": "d"}, timeout_s=10)) == "d"
         assert up.info.restarts == 2 and up.info.state == "ready"
+
+
+async def test_an_http_refusal_keeps_its_status_in_the_error(refusing_http_echo_url: str) -> None:
+    """A 401 or 501 answer to a POST reaches the caller as that status, not the SDK's one generic text."""
+    async with running(http(refusing_http_echo_url)) as up:
+        for tool, status in (("fail", "HTTP 401 Unauthorized"), ("crash", "HTTP 501 Not Implemented")):
+            with anyio.fail_after(20), pytest.raises(UpstreamRequestFailed) as info:
+                await up.call_tool(tool, {}, timeout_s=10)
+            assert status in str(info.value) and info.value.rpc_data == {"http_status": int(status.split()[1])}
+        assert text(await up.call_tool("echo", {"text": "still here"}, timeout_s=10)) == "still here"
+        assert up.info.state == "ready", "a refused request is not a crash"

@@ -25,6 +25,9 @@ Environment:
                               (read on every ``tools/list``, so a test can change it live)
     ECHO_SERVER_TOOLS=N       also expose ``tool_0`` ... ``tool_{N-1}``; ``tools/list`` pages hold 50
     ECHO_SERVER_NAME          the server's name in its ``serverInfo`` (default ``echo``)
+    ECHO_SERVER_HTTP_STATUS   ``TOOL=STATUS[,TOOL=STATUS...]``: over Streamable HTTP, a ``tools/call``
+                              of TOOL is answered with that HTTP status and a plain-text body (like
+                              a proxy in front of the server that refuses: 401, 403, 501...)
 
 The server writes one line ``echo_server ready`` to stderr when it serves stdio, and nothing but
 protocol messages to stdout. ``mutate()`` state lives in the process, so over HTTP every session
@@ -250,7 +253,7 @@ def _serve_http(port: int, sse: bool) -> None:
 
     server = build_server()
     if not sse:
-        app = server.streamable_http_app(host="127.0.0.1")
+        app = _refusing(server.streamable_http_app(host="127.0.0.1"), _http_statuses())
     else:
         from mcp.server.sse import SseServerTransport
 
@@ -268,6 +271,54 @@ def _serve_http(port: int, sse: bool) -> None:
             ]
         )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def _http_statuses() -> dict[str, int]:
+    spec = os.environ.get("ECHO_SERVER_HTTP_STATUS", "")
+    pairs = (item.split("=", 1) for item in spec.split(",") if "=" in item)
+    return {tool.strip(): int(status) for tool, status in pairs}
+
+
+def _refusing(app: Any, statuses: dict[str, int]) -> Any:
+    """``app``, answering a tools/call of a tool in ``statuses`` with that HTTP status."""
+    if not statuses:
+        return app
+    import json
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("method") == "tools/call":
+            status = statuses.get(str((parsed.get("params") or {}).get("name")))
+            if status is not None:
+                text = f"refused with HTTP {status}".encode()
+                headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": text})
+                return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return wrapped
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,10 +3,13 @@ following ``nextCursor`` through a paginated listing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
+import anyio
 import httpx2
 import mcp.types as types
 from mcp.client._transport import TransportStreams  # typing only: the SDK's stream-pair alias
@@ -48,9 +51,86 @@ def open_transport(
 @asynccontextmanager
 async def _streamable_http(url: str, headers: dict[str, str], read_s: float) -> AsyncIterator[TransportStreams]:
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT_S, read=read_s)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as client:
+    statuses = HttpStatuses()
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [statuses.on_response]}) as client:
         async with streamable_http_client(url, http_client=client) as (read, write):
-            yield read, write
+            yield StatusReader(read, statuses), write
+
+
+_STAND_INS = frozenset({"Server returned an error response", "Not Found", "Session terminated"})
+"""The messages the SDK's Streamable HTTP client puts in place of a failed POST (the status is lost)."""
+
+
+class HttpStatuses:
+    """The HTTP status of each failed POST, by the JSON-RPC id of the request it carried: the SDK
+    answers a 401, 403, 404 or 501 with one generic JSON-RPC error, so the status is taken here and
+    put back into that error's message (bounded: the newest 256)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str | int, tuple[int, str]] = {}
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.status_code < 400 or response.request.method != "POST":
+            return
+        try:
+            body = json.loads(response.request.content)
+        except (ValueError, httpx2.RequestNotRead):
+            return
+        rid = body.get("id") if isinstance(body, dict) else None
+        if isinstance(rid, str | int) and not isinstance(rid, bool):
+            if len(self.by_id) >= 256:
+                self.by_id.pop(next(iter(self.by_id)))
+            self.by_id[rid] = (response.status_code, response.reason_phrase)
+
+    def annotate(self, item: Any) -> Any:
+        """``item`` with the HTTP status in its error message, when it is the SDK's stand-in."""
+        message = getattr(item, "message", None)
+        if not isinstance(message, types.JSONRPCError) or message.id is None:
+            return item
+        found = self.by_id.pop(message.id, None)
+        if found is None or message.error.message not in _STAND_INS:
+            return item
+        status, reason = found
+        error = message.error.model_copy(
+            update={
+                "message": f"HTTP {status} {reason}".rstrip() + f" from the server ({message.error.message})",
+                "data": {"http_status": status},
+            }
+        )
+        return replace(item, message=message.model_copy(update={"error": error}))
+
+
+class StatusReader:
+    """The SDK's read stream, with `HttpStatuses.annotate` applied to every item it yields."""
+
+    def __init__(self, inner: Any, statuses: HttpStatuses) -> None:
+        self._inner = inner
+        self._statuses = statuses
+
+    async def receive(self) -> Any:
+        return self._statuses.annotate(await self._inner.receive())
+
+    def __aiter__(self) -> StatusReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> StatusReader:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 async def all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
