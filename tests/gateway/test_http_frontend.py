@@ -261,3 +261,22 @@ def test_stats_needs_the_token_and_reports_counters_and_server_states(gateway: G
         return now["broken"] == "failed" and now["missing"] == "failed"
 
     wait_until(broken_ones_failed, timeout=60, what="broken servers reported failed")
+
+
+async def test_a_session_id_works_only_for_the_identity_that_opened_it(gateway: Gateway) -> None:
+    """Another identity's token with ci's session id is answered 404, as an unknown session; the
+    owner goes on in its session, and after its DELETE the id is gone for everyone."""
+    async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
+        opened = await http.post(gateway.url, content=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {CI_TOKEN}"})
+        assert opened.status_code == 200, opened.text[:300]
+        sid = opened.headers["mcp-session-id"]
+        ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+        as_ci = {**MCP_HEADERS, "Authorization": f"Bearer {CI_TOKEN}", "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        as_gw = {**as_ci, "Authorization": f"Bearer {GW_TOKEN}"}
+        intruder = await http.post(gateway.url, content=ping, headers=as_gw)
+        assert intruder.status_code == 404 and intruder.json()["error"]["message"] == "Session not found"
+        assert (await http.delete(gateway.url, headers=as_gw)).status_code == 404, "nor can it end the session"
+        owner = await http.post(gateway.url, content=ping, headers=as_ci)
+        assert owner.status_code == 200, owner.text[:300]
+        assert (await http.delete(gateway.url, headers=as_ci)).status_code in (200, 204)
+        assert (await http.post(gateway.url, content=ping, headers=as_ci)).status_code == 404

@@ -6,7 +6,8 @@ Routes: ``/mcp`` (MCP, both protocol eras), ``GET /health`` (liveness and counts
 Order of checks for every request (any path): ``Origin`` present and not allowed -> 403; a token
 is configured and the request carries no valid ``Authorization: Bearer`` -> 401 (``/health``
 excepted, it reveals nothing but liveness). The caller's `Identity` goes into the ASGI scope for
-the MCP handlers (`context.IDENTITY_SCOPE_KEY`).
+the MCP handlers (`context.IDENTITY_SCOPE_KEY`). A ``mcp-session-id`` opened by another identity
+-> 404, as for a session the server does not know (`owners.SessionOwners`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,21 @@ from pathlib import Path
 
 import anyio
 import uvicorn
+from mcp.server.streamable_http_manager import (
+    _error_response,  # the SDK's own 404 body, for a session it does not know
+)
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from checkrein.gate.grants import identity_key
 from checkrein.gate.pipeline import Gate
 
 from .auth import LOOPBACK_HOSTS, Authenticator, origin_allowed
 from .context import IDENTITY_SCOPE_KEY, CallFactory
+from .owners import SESSION_HEADER, SessionOwners
 from .server import GatewayServer
 
 __all__ = ["HttpGuard", "bind_socket", "build_http_app", "serve_http"]
@@ -40,12 +46,16 @@ log = logging.getLogger("checkrein.frontend")
 
 
 class HttpGuard:
-    """ASGI middleware: Origin check, bearer token, identity into the scope."""
+    """ASGI middleware: Origin check, bearer token, identity into the scope; with ``owners``, an
+    MCP session id works only for the identity that opened it (`SessionOwners`)."""
 
-    def __init__(self, app: ASGIApp, auth: Authenticator, allowed_origins: tuple[str, ...]) -> None:
+    def __init__(
+        self, app: ASGIApp, auth: Authenticator, allowed_origins: tuple[str, ...], owners: SessionOwners | None = None
+    ) -> None:
         self.app = app
         self.auth = auth
         self.allowed_origins = allowed_origins
+        self.owners = owners
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,7 +74,32 @@ class HttpGuard:
             await _error(send, 401, "unauthorized", "missing or invalid bearer token", bearer=True)
             return
         scope[IDENTITY_SCOPE_KEY] = identity
-        await self.app(scope, receive, send)
+        if self.owners is None or not str(scope.get("path", "")).startswith("/mcp"):
+            await self.app(scope, receive, send)
+            return
+        await self._bound(scope, receive, send, headers.get(SESSION_HEADER), identity_key(identity))
+
+    async def _bound(self, scope: Scope, receive: Receive, send: Send, sid: str | None, owner: str) -> None:
+        owners = self.owners
+        assert owners is not None
+        if sid is not None and not owners.admits(sid, owner):
+            log.warning("refused a request for session %s: another identity opened it", sid[:64])
+            await _error_response("Session not found", 404)(scope, receive, send)
+            return
+        deleting = sid is not None and scope.get("method") == "DELETE"
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = int(message.get("status", 500))
+                if sid is None and status < 300:
+                    for key, value in message.get("headers", []):
+                        if key.decode("latin-1").lower() == SESSION_HEADER:
+                            owners.record(value.decode("latin-1"), owner)
+                elif deleting and sid is not None and status < 300:
+                    owners.forget(sid)
+            await send(message)
+
+        await self.app(scope, receive, watch)
 
 
 async def _error(send: Send, status: int, error: str, message: str, *, bearer: bool = False) -> None:
@@ -131,12 +166,12 @@ def build_http_app(
         custom_starlette_routes=[Route("/health", health, methods=["GET"]), Route("/stats", stats, methods=["GET"])],
     )
     if ui_dir is None:
-        return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins))
+        return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
     from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS
     from checkrein.ui import BrowserLogin, UiMount, build_ui_app
 
     ui = build_ui_app(ui_dir, allowed_hosts=UI_HOSTS if loopback else None)
-    guarded = HttpGuard(UiMount(inner, ui, prefix="/ui"), authenticator, tuple(config.gateway.allowed_origins))
+    guarded = HttpGuard(UiMount(inner, ui, prefix="/ui"), authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
     return BrowserLogin(guarded, prefix="/ui", login_hint="The token is the gateway's ([gateway] token, an "
                         "[[identities]] token, or env CHECKREIN_TOKEN).")
 
