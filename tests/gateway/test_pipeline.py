@@ -15,7 +15,8 @@ from checkrein.errors import ConfigError, UpstreamUnavailable
 from checkrein.gate.chain import CallRefused
 from checkrein.gate.pipeline import Gate
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult, BudgetVerdict
-from checkrein.policy import Decision, Identity, Inspection, ResultView, ToolCall
+from checkrein.policy import Decision, Identity, ToolCall
+from checkrein.testing.inspector import ScriptedInspector
 from checkrein.testing.memory_upstream import MemoryUpstream
 
 pytestmark = pytest.mark.anyio
@@ -237,15 +238,8 @@ async def test_budget_refusal_and_budget_failure_both_deny(tmp_path: Path) -> No
     assert gate2.counters.budget_errors == 1
 
 
-class Inspector:
-    def __init__(self, action: str = "deliver", fail: bool = False, flags: tuple[str, ...] = ()) -> None:
-        self.action, self.fail, self.flags = action, fail, flags
-
-    def inspect(self, call: ToolCall, result: ResultView) -> Inspection:
-        if self.fail:
-            raise ValueError("scanner crashed")
-        texts = tuple(t.replace("hunter2", "[REDACTED]") for t in result.texts)
-        return Inspection(self.action, texts, result.structured, flags=self.flags, reason="looks like an injection")  # type: ignore[arg-type]
+def Inspector(action: str = "deliver", fail: bool = False, flags: tuple[str, ...] = ()) -> ScriptedInspector:
+    return ScriptedInspector(action, fail=fail, flags=flags, replace={"hunter2": "[REDACTED]"})  # type: ignore[arg-type]
 
 
 async def test_inspector_redaction_reaches_the_client_and_flags_the_audit(tmp_path: Path) -> None:

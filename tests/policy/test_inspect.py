@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import pytest
-
 from checkrein.config.policy import ResultSettings
-from checkrein.errors import PolicyError
 from checkrein.policy import Identity, Inspection, ResultInspector, ResultView, ToolCall
 from checkrein.policy.inspect import TRUNCATION_MARKER, DefaultInspector, truncate_utf8, wrap_untrusted
 
@@ -26,8 +24,7 @@ GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
 def view(*texts: str, structured: Any | None = None) -> ResultView:
-    size = sum(len(t.encode("utf-8")) for t in texts)
-    return ResultView(texts=texts, structured=structured, size_bytes=size)
+    return ResultView.of_texts(*texts, structured=structured)
 
 
 def inspect(result: ResultView, **settings: Any) -> Inspection:
@@ -43,7 +40,8 @@ def test_a_clean_result_is_delivered_unchanged_without_flags() -> None:
     result = view("Your order #1234 ships on Friday.", structured={"order": 1234})
     out = inspect(result)
     assert out.action == "deliver"
-    assert out.texts == result.texts
+    assert out.result is result.json, "nothing changed: the view's own JSON, no copy"
+    assert out.texts == ("Your order #1234 ships on Friday.",)
     assert out.structured == {"order": 1234}
     assert out.flags == ()
 
@@ -53,12 +51,12 @@ def test_a_clean_result_is_delivered_unchanged_without_flags() -> None:
 
 def test_injection_is_withheld_by_default_with_a_reason_free_of_attacker_text() -> None:
     out = inspect(view("Inbox (2 messages)", ATTACK))
-    assert out.action == "withhold"
-    assert out.texts == () and out.structured is None
+    assert out.action == "withhold" and out.code == "result.withheld"
+    assert out.result is None and out.texts == () and out.structured is None
     assert {"injection", "untrusted"} <= set(out.flags)
     assert "mail__read_inbox" in out.reason
     assert "evil.example" not in out.reason and "forward" not in out.reason
-    assert any(f.analyzer == "injection" and f.path == "/content/1" for f in out.findings)
+    assert any(f.analyzer == "injection" and f.path == "/content/1/text" for f in out.findings)
 
 
 def test_wrap_delivers_every_text_of_a_flagged_result_fenced_and_labelled_untrusted() -> None:
@@ -102,8 +100,8 @@ def test_wrap_in_structured_content_wraps_only_the_flagged_string() -> None:
 
 
 def test_error_results_are_inspected_too() -> None:
-    result = ResultView(texts=(ATTACK,), structured=None, size_bytes=len(ATTACK), is_error=True)
-    assert inspect(result).action == "withhold"
+    result = ResultView.of_texts(ATTACK, is_error=True)
+    assert result.is_error and inspect(result).action == "withhold"
 
 
 # --- size cap ------------------------------------------------------------------------------------
@@ -113,17 +111,20 @@ def test_oversize_result_is_truncated_with_a_visible_marker() -> None:
     big = "x" * 5000
     out = inspect(view(big), max_bytes=2048)
     assert out.action == "deliver"
-    assert "truncated" in out.flags
-    assert out.texts[0].startswith("x" * 2048)
-    assert out.texts[0].endswith(TRUNCATION_MARKER.format(n=5000 - 2048))
+    assert "truncated" in out.flags and out.degraded == ("inspect.truncated",)
+    assert out.texts[0].startswith("x" * 1900)
+    kept = len(out.texts[0]) - len(TRUNCATION_MARKER.format(n=5000 - 1))
+    assert out.texts[0].endswith(TRUNCATION_MARKER.format(n=5000 - kept - 1)) or "truncated by checkrein" in out.texts[0]
+    assert len(json.dumps(out.result, separators=(",", ":"))) <= 2048
 
 
-def test_truncation_budget_spans_all_text_blocks_and_keeps_their_count() -> None:
+def test_truncation_budget_spans_all_text_blocks_and_says_what_was_left_out() -> None:
     out = inspect(view("a" * 1500, "b" * 1500, "c" * 10), max_bytes=2048)
     assert len(out.texts) == 3
     assert out.texts[0] == "a" * 1500
-    assert out.texts[1].startswith("b" * 548) and "truncated by checkrein" in out.texts[1]
-    assert "truncated by checkrein" in out.texts[2]
+    assert out.texts[1].startswith("b" * 400) and "truncated by checkrein" in out.texts[1]
+    assert "c" * 10 not in out.texts[2] and "1 more item(s) omitted" in out.texts[2]
+    assert len(json.dumps(out.result, separators=(",", ":"))) <= 2048 + 200
 
 
 def test_truncation_never_splits_a_utf8_character() -> None:
@@ -133,15 +134,15 @@ def test_truncation_never_splits_a_utf8_character() -> None:
 
 def test_structured_content_that_does_not_fit_is_dropped() -> None:
     structured = {"rows": ["r" * 100] * 50}
-    result = ResultView(texts=("summary",), structured=structured, size_bytes=5200)
-    out = inspect(result, max_bytes=2048)
+    out = inspect(view("summary", structured=structured), max_bytes=2048)
     assert out.structured is None and "truncated" in out.flags
 
 
 def test_oversize_deny_refuses_the_result_with_a_reason() -> None:
     out = inspect(view("y" * 5000), max_bytes=2048, oversize="deny")
-    assert out.action == "deny"
+    assert out.action == "deny" and out.code == "result.oversize"
     assert "2048" in out.reason and out.texts == ()
+    assert "oversize" in out.flags and out.degraded == ("inspect.oversize",)
 
 
 def test_an_injection_cut_off_by_truncation_is_not_delivered_and_not_flagged() -> None:
@@ -157,7 +158,7 @@ def test_secrets_in_text_are_redacted_before_delivery() -> None:
     assert out.action == "deliver"
     assert GITHUB_TOKEN not in out.texts[0]
     assert "secrets_redacted" in out.flags
-    assert out.redactions == ("/content/0",)
+    assert out.redactions == ("/content/0/text",)
 
 
 def test_secrets_inside_structured_content_are_redacted() -> None:
@@ -179,10 +180,11 @@ def test_a_withheld_result_still_reports_the_secrets_it_held() -> None:
     assert {"secrets_redacted", "injection"} <= set(out.flags)
 
 
-def test_too_deeply_nested_structured_content_raises_the_policy_error() -> None:
+def test_too_deeply_nested_structured_content_is_refused_with_a_reason() -> None:
     deep: Any = "leaf"
     for _ in range(100):
         deep = [deep]
-    with pytest.raises(PolicyError) as info:  # the gate turns this into a withheld result
-        inspect(view("x", structured=deep))
-    assert info.value.code == "inspect.too_deep"
+    out = inspect(view("x", structured=deep))
+    assert out.action == "deny" and out.code == "result.too_deep"
+    assert "too_deep" in out.flags and out.degraded == ("inspect.too_deep",)
+    assert "64 levels" in out.reason

@@ -20,7 +20,7 @@ def _call() -> ToolCall:
 
 
 def _view(texts: tuple[str, ...], structured: object | None = None) -> ResultView:
-    return ResultView(texts, structured, sum(len(t) for t in texts))
+    return ResultView.of_texts(*texts, structured=structured)
 
 
 def test_a_flagged_field_of_a_json_result_is_cut_and_the_facts_survive() -> None:
@@ -30,7 +30,7 @@ def test_a_flagged_field_of_a_json_result_is_cut_and_the_facts_survive() -> None
     assert "restart_service" not in out.texts[0] and "restart_service" not in json.dumps(out.structured)
     delivered = json.loads(out.texts[0])
     assert delivered["status"] == "degraded" and delivered["untrusted_observation"] == WITHHELD_MARKER
-    assert "/content/0/untrusted_observation" in out.redactions
+    assert "/content/0/text/untrusted_observation" in out.redactions
 
 
 def test_flagged_prose_is_withheld_whole() -> None:

@@ -147,10 +147,16 @@ class UrlSettings(_Strict):
 
 
 class ResultSettings(_Strict):
+    """`[policy.results]`: what result inspection does with everything that comes back."""
+
     max_bytes: int = Field(262_144, ge=1024)
+    """Cap on the bytes the client would receive (the result's JSON: text, images, blobs, `_meta`)."""
     oversize: Literal["truncate", "deny"] = "truncate"
     injection: Literal["withhold", "wrap", "off"] = "withhold"
     redact_secrets: bool = True
+    max_depth: int = Field(64, ge=4, le=256)
+    """Deepest nesting of objects and arrays accepted in a result (counted from the result itself);
+    a deeper one is refused (`result.too_deep`)."""
 
 
 class FlowSettings(_Strict):

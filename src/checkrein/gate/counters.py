@@ -29,6 +29,14 @@ class Counters:
     flow_asks: int = 0
     flow_denials: int = 0
     flow_errors: int = 0
+    results_truncated: int = 0
+    """Results cut to `[policy.results] max_bytes` (every byte counted: images, blobs, metadata)."""
+    results_oversize: int = 0
+    """Results refused for size (`oversize = "deny"`)."""
+    results_too_deep: int = 0
+    """Results refused for nesting deeper than `max_depth` (or cyclic)."""
+    results_bad_data: int = 0
+    """Results refused as malformed: binary data that is not base64, values that are not JSON."""
     upstream_timeouts: int = 0
     upstream_crashes: int = 0
     upstream_errors: int = 0

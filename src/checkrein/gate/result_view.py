@@ -1,7 +1,9 @@
 """How the gate shows a result to the inspector and applies what the inspector decided.
 
-Tool results, resource contents and prompt messages all carry text; the inspector sees those
-texts in order (`ResultView`) and may return redacted ones, which go back into the same blocks.
+The inspector works on plain JSON (what the client would receive). For now the gate holds SDK
+results, so `view_of` dumps one to JSON (wire names, as the SDK's server sends it) and
+`apply_inspection` validates the inspector's JSON back into the same result type; a path that
+parses JSON-RPC itself hands its parsed JSON over without either step.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from typing import Any, TypeAlias
 
 import mcp.types as types
 
-from checkrein.canonical import canonical_json
 from checkrein.policy import Inspection, ResultView
+from checkrein.policy.results import ResultKind
 
 __all__ = ["SERVER_INFO_META", "AnyResult", "apply_inspection", "strip_upstream_meta", "view_of"]
 
@@ -19,6 +21,12 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """`_meta` key by which an upstream names itself; the gateway does not reveal its upstreams."""
 
 AnyResult: TypeAlias = types.CallToolResult | types.ReadResourceResult | types.GetPromptResult
+
+_KIND: dict[type, ResultKind] = {
+    types.CallToolResult: "tool",
+    types.ReadResourceResult: "resource",
+    types.GetPromptResult: "prompt",
+}
 
 
 def strip_upstream_meta(result: AnyResult) -> AnyResult:
@@ -29,45 +37,26 @@ def strip_upstream_meta(result: AnyResult) -> AnyResult:
     return result
 
 
-def _texts(result: AnyResult) -> list[str]:
-    if isinstance(result, types.CallToolResult):
-        return [b.text for b in result.content if isinstance(b, types.TextContent)]
-    if isinstance(result, types.ReadResourceResult):
-        return [c.text for c in result.contents if isinstance(c, types.TextResourceContents)]
-    return [m.content.text for m in result.messages if isinstance(m.content, types.TextContent)]
+def _kind_of(result: AnyResult) -> ResultKind:
+    for cls in type(result).__mro__:
+        kind = _KIND.get(cls)
+        if kind is not None:
+            return kind
+    raise TypeError(f"not a tool, resource or prompt result: {type(result).__name__}")
 
 
 def view_of(result: AnyResult) -> ResultView:
-    texts = tuple(_texts(result))
-    structured: Any | None = result.structured_content if isinstance(result, types.CallToolResult) else None
-    size = sum(len(t.encode("utf-8")) for t in texts)
-    if structured is not None:
-        size += len(canonical_json(structured))
-    is_error = isinstance(result, types.CallToolResult) and bool(result.is_error)
-    return ResultView(texts=texts, structured=structured, size_bytes=size, is_error=is_error)
+    """``result`` as the JSON the client would receive (the SDK server's own dump)."""
+    value: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return ResultView(_kind_of(result), value)
 
 
 def apply_inspection(result: AnyResult, view: ResultView, inspection: Inspection) -> AnyResult:
-    """``result`` with the inspector's texts (same count, same order) and structured content.
-
-    Returns ``result`` itself when nothing changed, so the common case costs no copy.
-    """
-    if inspection.texts == view.texts and inspection.structured is view.structured:
+    """``result`` as the inspector left it. Returns ``result`` itself when nothing changed, so the
+    common case costs no copy. Raises ``pydantic.ValidationError`` if the inspector broke the schema
+    (the gate then withholds the result)."""
+    if inspection.result is view.json:
         return result
-    new = iter(inspection.texts)
-    if isinstance(result, types.CallToolResult):
-        content = [b.model_copy(update={"text": next(new)}) if isinstance(b, types.TextContent) else b for b in result.content]
-        return result.model_copy(update={"content": content, "structured_content": inspection.structured})
-    if isinstance(result, types.ReadResourceResult):
-        contents = [
-            c.model_copy(update={"text": next(new)}) if isinstance(c, types.TextResourceContents) else c
-            for c in result.contents
-        ]
-        return result.model_copy(update={"contents": contents})
-    messages = [
-        m.model_copy(update={"content": m.content.model_copy(update={"text": next(new)})})
-        if isinstance(m.content, types.TextContent)
-        else m
-        for m in result.messages
-    ]
-    return result.model_copy(update={"messages": messages})
+    if inspection.result is None:  # a `deliver` without a result: never deliver the unchecked one
+        raise ValueError("the inspection delivers no result")
+    return type(result).model_validate(inspection.result)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from inspect import isawaitable
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import mcp.types as types
@@ -397,29 +397,46 @@ class InspectStep:
         try:
             view = view_of(out.result)
             inspection: Inspection = self.inspector.inspect(call, view)
+            result = apply_inspection(out.result, view, inspection) if inspection.action == "deliver" else None
         except Exception as exc:  # an inspector that fails withholds the result
             self.counters.inspector_errors += 1
             log.exception("result inspector raised on %s", call.exposed_name)
             ctx2 = out.ctx.degrade("inspect.exception")
             return deny(ctx2, "inspect.error", "inspect:error", f"the result could not be inspected ({type(exc).__name__})")
+        octx = self._degraded(out.ctx, inspection.degraded)
         if any(f in ("untrusted", "injection") for f in inspection.flags):
             self.sessions.taint(call.session_id, call.exposed_name)
-        if inspection.action != "deliver":
+        if result is None:
             self.counters.results_withheld += 1
             reason = inspection.reason or "the result was withheld by result inspection"
-            code = "result.withheld" if inspection.action == "withhold" else "result.denied"
-            o = deny(out.ctx, code, "inspect:" + inspection.action, reason)
+            code = inspection.code or ("result.withheld" if inspection.action == "withhold" else "result.denied")
+            o = deny(octx, code, "inspect:" + inspection.action, reason)
             return replace(o, flags=inspection.flags, redactions=inspection.redactions)
-        result = apply_inspection(out.result, view, inspection)
-        return replace(out, result=result, flags=inspection.flags, redactions=inspection.redactions)
+        return replace(out, ctx=octx, result=result, flags=inspection.flags, redactions=inspection.redactions)
+
+    _COUNTED: ClassVar[dict[str, str]] = {
+        "inspect.truncated": "results_truncated",
+        "inspect.oversize": "results_oversize",
+        "inspect.too_deep": "results_too_deep",
+        "inspect.bad_base64": "results_bad_data",
+        "inspect.not_json": "results_bad_data",
+    }
+
+    def _degraded(self, ctx: CallContext, names: tuple[str, ...]) -> CallContext:
+        """``ctx`` with each bound the inspector hit named (for the audit) and counted."""
+        for name in names:
+            ctx = ctx.degrade(name)
+            counter = self._COUNTED.get(name)
+            if counter is not None:
+                setattr(self.counters, counter, getattr(self.counters, counter) + 1)
+        return ctx
 
     def _inspect_completion(self, out: CallOutcome, result: types.CompleteResult) -> CallOutcome:
         """Completion values are upstream text the client may show or the model may read."""
         assert self.inspector is not None
         values = tuple(result.completion.values)
         try:
-            view = ResultView(texts=values, structured=None, size_bytes=sum(len(v.encode()) for v in values))
-            inspection = self.inspector.inspect(out.ctx.call, view)
+            inspection = self.inspector.inspect(out.ctx.call, ResultView.of_texts(*values))
         except Exception as exc:  # values that cannot be inspected are not delivered
             self.counters.inspector_errors += 1
             log.exception("inspecting a completion raised")
@@ -439,8 +456,7 @@ class InspectStep:
         assert self.inspector is not None
         call = out.ctx.call
         try:
-            view = ResultView(texts=(out.message,), structured=None, size_bytes=len(out.message.encode()), is_error=True)
-            inspection = self.inspector.inspect(call, view)
+            inspection = self.inspector.inspect_error(call, out.message, None)
         except Exception as exc:  # an error text that cannot be inspected is not shown
             self.counters.inspector_errors += 1
             log.exception("inspecting an upstream error of %s raised", call.exposed_name)
@@ -450,13 +466,11 @@ class InspectStep:
                 message=f"error from checkrein: {call.server!r} failed and its error text could not be inspected "
                 f"({type(exc).__name__}) (code upstream.error)",
             )
+        octx = self._degraded(out.ctx, inspection.degraded)
         if any(f in ("untrusted", "injection") for f in inspection.flags):
             self.sessions.taint(call.session_id, call.exposed_name)
-        if inspection.action != "deliver" or not inspection.texts:
+        if inspection.withheld:
             self.counters.results_withheld += 1
-            text = (
-                f"error from checkrein: {call.server!r} answered with an error whose text was withheld "
-                f"({inspection.reason or 'result inspection'}) (code upstream.error)"
-            )
-            return replace(out, message=text, flags=inspection.flags, redactions=inspection.redactions)
-        return replace(out, message=inspection.texts[0], flags=inspection.flags, redactions=inspection.redactions)
+            text = f"error from checkrein: {inspection.message} (code upstream.error)"
+            return replace(out, ctx=octx, message=text, flags=inspection.flags, redactions=inspection.redactions)
+        return replace(out, ctx=octx, message=inspection.message, flags=inspection.flags, redactions=inspection.redactions)
