@@ -45,9 +45,35 @@ def _kind_of(result: AnyResult) -> ResultKind:
     raise TypeError(f"not a tool, resource or prompt result: {type(result).__name__}")
 
 
+_PLAIN_RESULT_FIELDS = frozenset({"meta", "content", "structured_content", "is_error", "result_type"})
+_PLAIN_TEXT_FIELDS = frozenset({"type", "text", "annotations", "meta"})
+
+
+def _plain_text_json(result: AnyResult) -> dict[str, Any] | None:
+    """The JSON of a tool result of plain text blocks, built without the serializer (the common
+    case, every call), or ``None``. Exactly what ``model_dump`` gives; only used while the SDK's
+    models have exactly the fields it knows, so a field added later is never skipped."""
+    if type(result) is not types.CallToolResult or result.meta is not None or result.structured_content is not None:
+        return None
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        if type(block) is not types.TextContent or block.annotations is not None or block.meta is not None:
+            return None
+        content.append({"type": "text", "text": block.text})
+    return {"content": content, "isError": result.is_error, "resultType": result.result_type}
+
+
+_FAST = (
+    frozenset(types.CallToolResult.model_fields) == _PLAIN_RESULT_FIELDS
+    and frozenset(types.TextContent.model_fields) == _PLAIN_TEXT_FIELDS
+)
+
+
 def view_of(result: AnyResult) -> ResultView:
     """``result`` as the JSON the client would receive (the SDK server's own dump)."""
-    value: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    value = _plain_text_json(result) if _FAST else None
+    if value is None:
+        value = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return ResultView(_kind_of(result), value)
 
 

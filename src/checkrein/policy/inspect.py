@@ -193,7 +193,7 @@ class DefaultInspector:
         redactions: tuple[str, ...] = ()
         if s.redact_secrets:
             edits = self._redact(walk, value)
-            if edits.pointers:
+            if edits is not None:
                 value = rebuild(value, edits.values, edits.renames)
                 walk = collect(kind, value, max_depth=s.max_depth, max_bytes=None)
                 findings += edits.findings
@@ -202,7 +202,7 @@ class DefaultInspector:
         if s.injection == "off":
             return Inspection("deliver", value, tuple(findings), tuple(flags), "", redactions, tuple(degraded))
         scan = self._scan(walk)
-        if not scan:
+        if scan is None:
             return Inspection("deliver", value, tuple(findings), tuple(flags), "", redactions, tuple(degraded))
         flags += ["injection", "untrusted"]
         findings += scan.findings()
@@ -210,7 +210,7 @@ class DefaultInspector:
             kinds = ", ".join(sorted({f.kind for f in scan.findings()}))
 
             def clean(candidate: Any) -> bool:
-                return not self._scan(collect(kind, candidate, max_depth=s.max_depth, max_bytes=None))
+                return self._scan(collect(kind, candidate, max_depth=s.max_depth, max_bytes=None)) is None
 
             scrubbed = withhold_flagged_fields(walk, value, scan, self._detect, clean, encode_piece)
             if scrubbed is not None:
@@ -254,35 +254,52 @@ class DefaultInspector:
                 return text
         return _MASK.replace("{kind}", spans[0].kind)
 
-    def _redact(self, walk: Walk, value: Any) -> _Edits:
-        edits = _Edits()
-        masked: dict[int, list[SecretSpan]] = {}
+    def _straddling(
+        self, walk: Walk, masked: dict[int, list[SecretSpan]] | None
+    ) -> dict[int, list[SecretSpan]] | None:
+        """``masked`` plus the secrets split across adjacent texts (a file served in chunks)."""
+        prose = [u for u in walk.stream if walk.units[u].prose]
+        if len(prose) < 2:
+            return masked
+        indices = [walk.units[u].pieces[0] for u in prose]
+        texts = [walk.pieces[i].text for i in indices]
+        starts = [0]
+        for t in texts:
+            starts.append(starts[-1] + len(t))
+        for sp in self._spans("".join(texts)):
+            hit = [j for j in range(len(texts)) if sp.start < starts[j + 1] and sp.end > starts[j]]
+            if len(hit) > 1:
+                for j in hit:
+                    lo, hi = max(sp.start, starts[j]) - starts[j], min(sp.end, starts[j + 1]) - starts[j]
+                    if masked is None:
+                        masked = {}
+                    masked.setdefault(indices[j], []).append(SecretSpan(lo, hi, sp.kind))
+        return masked
+
+    def _redact(self, walk: Walk, value: Any) -> _Edits | None:
+        """The edits that mask every secret, or ``None`` when there is none."""
+        masked: dict[int, list[SecretSpan]] | None = None
+        find, limit = self._find, MAX_SECRET_SCAN
         for i, piece in enumerate(walk.pieces):
-            spans = self._spans(piece.text)
-            if piece.where == "field" and piece.key is not None:
+            text = piece.text
+            spans = find(text) if len(text) <= limit else self._spans(text)
+            if piece.key is not None and piece.where == "field":
                 # `name: value`, as a model reads the member: a password is a password by its name.
                 offset = len(piece.key) + 2
-                spans += [
+                spans = spans + [
                     SecretSpan(max(0, sp.start - offset), sp.end - offset, sp.kind)
-                    for sp in self._spans(f"{piece.key}: {piece.text}")
+                    for sp in self._spans(f"{piece.key}: {text}")
                     if sp.end > offset
                 ]
             if spans:
+                if masked is None:
+                    masked = {}
                 masked[i] = spans
-        prose = [i for i in walk.stream if walk.units[i].prose]
-        if len(prose) > 1:
-            # A secret split across adjacent texts (a file served in chunks) is one secret.
-            indices = [walk.units[u].pieces[0] for u in prose]
-            texts = [walk.pieces[i].text for i in indices]
-            starts = [0]
-            for t in texts:
-                starts.append(starts[-1] + len(t))
-            for sp in self._spans("".join(texts)):
-                hit = [j for j in range(len(texts)) if sp.start < starts[j + 1] and sp.end > starts[j]]
-                if len(hit) > 1:
-                    for j in hit:
-                        lo, hi = max(sp.start, starts[j]) - starts[j], min(sp.end, starts[j + 1]) - starts[j]
-                        masked.setdefault(indices[j], []).append(SecretSpan(lo, hi, sp.kind))
+        if len(walk.stream) > 1:
+            masked = self._straddling(walk, masked)
+        if not masked:
+            return None
+        edits = _Edits()
         for i, spans in sorted(masked.items()):
             piece = walk.pieces[i]
             new = self._masked(piece.text, spans)
@@ -295,45 +312,45 @@ class DefaultInspector:
             ptr = _redacted_pointer(walk.pieces[i].path, edits.renames)
             edits.pointers.append(ptr)
             edits.findings += [
-                Finding("secrets", f"secret_in_result:{sp.kind}", ptr, "secret masked in the result", severity="medium")
-                for sp in spans
+                Finding("secrets", f"secret_in_result:{kind}", ptr, "secret masked in the result", severity="medium")
+                for kind in _kinds(spans)
             ]
         return edits
 
     # injection
 
-    def _unit_text(self, walk: Walk, u: int) -> str:
-        unit = walk.units[u]
-        if unit.prose:
-            return walk.pieces[unit.pieces[0]].text
-        # Each string after its pointer, as a model reading the JSON would see it: a planted
-        # "TODO: ..." as the first value is then not the start of the text.
-        return "\n\n".join(_labelled(walk.pieces[i]) for i in unit.pieces)
-
-    def _scan(self, walk: Walk) -> Scan:
-        detect = self._detect
-        scan = Scan()
-        texts: dict[int, str] = {}
+    def _scan(self, walk: Walk) -> Scan | None:
+        """Where ``walk`` reads as a prompt injection, or ``None`` when nowhere."""
+        detect, pieces = self._detect, walk.pieces
+        scan: Scan | None = None
+        texts: list[str] = []
         for u, unit in enumerate(walk.units):
-            text = texts[u] = self._unit_text(walk, u)
-            hits = detect(text)
+            if unit.prose:
+                text = pieces[unit.pieces[0]].text
+            else:
+                # Each string after its pointer, as a model reading the JSON would see it: a planted
+                # "TODO: ..." as the first value is then not the start of the text.
+                text = "\n\n".join(_labelled(pieces[i]) for i in unit.pieces if not pieces[i].inert)
+            texts.append(text)
+            hits = detect(text) if text else None
             if not hits:
                 continue
+            scan = scan or Scan()
             if unit.prose or len(unit.pieces) == 1:
-                scan.pieces[unit.pieces[0]] = [_at_pointer(h, pointer(walk.pieces[unit.pieces[0]].path)) for h in hits]
+                scan.pieces[unit.pieces[0]] = [_at_pointer(h, pointer(pieces[unit.pieces[0]].path)) for h in hits]
                 continue
             hit_any = False
             for i in unit.pieces:
-                single = detect(walk.pieces[i].text)
+                single = detect(pieces[i].text) if not pieces[i].inert else None
                 if single:
                     hit_any = True
-                    scan.pieces[i] = [_at_pointer(h, pointer(walk.pieces[i].path)) for h in single]
+                    scan.pieces[i] = [_at_pointer(h, pointer(pieces[i].path)) for h in single]
             if not hit_any:  # the signals are split across fields
                 scan.units[u] = [_at_pointer(h, pointer(unit.root)) for h in hits]
-        if len(walk.stream) > 1 and not scan:
+        if scan is None and len(walk.stream) > 1:
             hits = detect("\n".join(texts[u] for u in walk.stream))
             if hits:  # an injection split across adjacent texts
-                scan.stream = [_at_pointer(h, pointer(walk.stream_root)) for h in hits]
+                scan = Scan(stream=[_at_pointer(h, pointer(walk.stream_root)) for h in hits])
         return scan
 
     def _wrap(self, walk: Walk, value: Any, scan: Scan, tool: str) -> Any:
@@ -354,6 +371,14 @@ class DefaultInspector:
             else:
                 edits.values[piece.path] = encode_piece(piece, wrapped)
         return rebuild(value, edits.values, edits.renames)
+
+
+def _kinds(spans: list[SecretSpan]) -> list[str]:
+    """One kind per distinct span (the pair scan finds a value's secrets a second time)."""
+    seen: dict[tuple[int, int], str] = {}
+    for sp in spans:
+        seen.setdefault((sp.start, sp.end), sp.kind)
+    return list(seen.values())
 
 
 def _labelled(piece: Piece) -> str:

@@ -27,10 +27,10 @@ JSON raises `ResultRejected` (``result.not_json``); a payload that is not base64
 
 from __future__ import annotations
 
-import base64
 import binascii
 import codecs
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -49,6 +49,7 @@ __all__ = [
     "Walk",
     "collect",
     "decode_text_payload",
+    "is_base64",
     "json_size",
     "pointer",
     "rebuild",
@@ -82,6 +83,8 @@ class Piece:
     where: Where
     key: str | None = None
     codec: str | None = None
+    inert: bool = False
+    """A MIME type such as ``image/png``: redacted like any string, not read for instructions."""
 
 
 @dataclass(slots=True)
@@ -257,7 +260,35 @@ def decode_text_payload(data: bytes, mime: str | None) -> tuple[str, str] | None
     return None
 
 
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def is_base64(value: str) -> bool:
+    """Whether ``value`` is canonical base64 (RFC 4648 alphabet, padded, no whitespace)."""
+    if len(value) % 4 or not value.isascii():
+        return False
+    body = value.rstrip("=")
+    return len(value) - len(body) <= 2 and not body.encode("ascii").translate(None, _B64_ALPHABET)
+
+
+def _binary_prefix(value: str) -> bool:
+    """Whether the first bytes of a (valid) base64 payload are certainly not text: a NUL, or bytes
+    that are not UTF-8 (a PNG, JPEG or MP3 header). Decoding only the start keeps images cheap."""
+    head = binascii.a2b_base64(value[:1024])
+    if head.startswith(tuple(bom for bom, _ in _BOMS)):
+        return False
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 3  # an error only in the last 3 bytes may be a cut character
+    return False
+
+
 # -- the walk -----------------------------------------------------------------------------------
+
+_MIME = re.compile(r"[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+(?:; ?[A-Za-z0-9-]+=[A-Za-z0-9.+-]+)*")
 
 _SKIP = "skip"
 _PROSE = "prose"
@@ -349,7 +380,8 @@ class _Collector:
         """Every string of a free-form value, keys included, into ``unit``."""
         if isinstance(value, str):
             self.add(_str_size(value))
-            self.piece(unit, Piece(path, value, "field", key))
+            inert = key == "mimeType" and len(value) <= 128 and _MIME.fullmatch(value) is not None
+            self.piece(unit, Piece(path, value, "field", key, inert=inert))
         elif isinstance(value, dict):
             d = self.deeper(path, depth)
             self.add(2 + len(value))
@@ -375,13 +407,13 @@ class _Collector:
             self.free(value, path, depth, unit)
             return
         self.add(_str_size(value))
-        try:
-            data = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise ResultRejected(
-                "a binary payload is not valid base64", code="result.bad_base64", pointer=pointer(path)
-            ) from None
-        decoded = decode_text_payload(data, mime if isinstance(mime, str) else None)
+        if not is_base64(value):
+            raise ResultRejected("a binary payload is not valid base64", code="result.bad_base64", pointer=pointer(path))
+        declared = mime if isinstance(mime, str) else None
+        if not (declared and (_declares_text(declared) or _charset(declared))) and _binary_prefix(value):
+            self.binary += 1  # pixels or sound: nothing a reader sees as text
+            return
+        decoded = decode_text_payload(binascii.a2b_base64(value), declared)
         if decoded is None:
             self.binary += 1
             return
@@ -403,13 +435,13 @@ class _Collector:
             path: JsonPath = (k,)
             if k == "_meta" or (kind == "tool" and k == "structuredContent"):
                 self.free(v, path, depth, self.unit(path, False, False))
-            elif k == "resultType" and v in _RESULT_TYPES:
+            elif k == "resultType" and isinstance(v, str) and v in _RESULT_TYPES:
                 self.add(len(v) + 2)
             elif k == "isError" and kind == "tool" and isinstance(v, bool):
                 self.add(5)
             elif k == "ttlMs" and kind == "resource" and isinstance(v, int) and not isinstance(v, bool):
                 self.add(len(str(v)))
-            elif k == "cacheScope" and kind == "resource" and v in _CACHE_SCOPES:
+            elif k == "cacheScope" and kind == "resource" and isinstance(v, str) and v in _CACHE_SCOPES:
                 self.add(len(v) + 2)
             elif k == "description" and kind == "prompt":
                 self.prose(v, path, depth, True)
@@ -496,7 +528,7 @@ class _Collector:
                 raise _not_json(path, k)
             self.add(_str_size(k))
             sub = (*path, k)
-            if k == "role" and v in _ROLES:
+            if k == "role" and isinstance(v, str) and v in _ROLES:
                 self.add(len(v) + 2)
             elif k == "content":
                 self.block(v, sub, d)
@@ -521,10 +553,40 @@ def _not_json(path: JsonPath, bad: Any) -> ResultRejected:
 _STREAM_ROOT: dict[Kind, JsonPath] = {"tool": ("content",), "resource": ("contents",), "prompt": ("messages",), "error": ()}
 
 
+def _plain_texts(value: Any) -> list[str] | None:
+    """The texts of a tool result made only of plain text blocks (the common case), else ``None``."""
+    if type(value) is not dict:
+        return None
+    content = value.get("content")
+    if type(content) is not list:
+        return None
+    for k, v in value.items():
+        if not (k == "content" or (k == "isError" and type(v) is bool) or (k == "resultType" and v == "complete")):
+            return None
+    texts: list[str] = []
+    for block in content:
+        if type(block) is not dict or len(block) != 2 or block.get("type") != "text":
+            return None
+        text = block.get("text")
+        if type(text) is not str:
+            return None
+        texts.append(text)
+    return texts
+
+
 def collect(kind: Kind, value: Any, *, max_depth: int, max_bytes: int | None) -> Walk:
     """Every piece of ``value`` (a result of ``kind`` as plain JSON), its units and stream, its size.
 
     Raises `ResultRejected` only (too deep, not JSON, bad base64)."""
+    texts = _plain_texts(value) if kind == "tool" and max_depth >= 3 else None
+    if texts is not None:
+        # Depth 3 and nothing but strings: only the size is left to find out.
+        pieces = [Piece(("content", i, "text"), t, "prose") for i, t in enumerate(texts)]
+        units = [Unit(p.path, True, [i]) for i, p in enumerate(pieces)]
+        size = sum(len(t) for t in texts)  # a lower bound: enough to know it is over
+        if max_bytes is None or size <= max_bytes:
+            size = _exact_size(value)
+        return Walk(kind, pieces, units, list(range(len(units))), ("content",), size, max_bytes is not None and size > max_bytes)
     c = _Collector(max_bytes, max_depth)
     over = False
     try:
