@@ -348,7 +348,13 @@ class DefaultInspector:
             if not hit_any:  # the signals are split across fields
                 scan.units[u] = [_at_pointer(h, pointer(unit.root)) for h in hits]
         if scan is None and len(walk.stream) > 1:
-            hits = detect("\n".join(texts[u] for u in walk.stream))
+            # Adjacent texts as a reader meets them: fields here without their pointer labels.
+            joined = "\n".join(
+                texts[u] if walk.units[u].prose
+                else "\n".join(pieces[i].text for i in walk.units[u].pieces if not pieces[i].inert)
+                for u in walk.stream
+            )
+            hits = detect(joined)
             if hits:  # an injection split across adjacent texts
                 scan = Scan(stream=[_at_pointer(h, pointer(walk.stream_root)) for h in hits])
         return scan

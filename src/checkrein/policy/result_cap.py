@@ -135,31 +135,44 @@ def cap_result(kind: Kind, value: dict[str, Any], *, max_bytes: int, max_depth: 
     items = value.get(key) if key else None
     if isinstance(items, list):
         budget -= len(key) + 5
+        # Room kept for the one marker that says how many items were left out at the end.
+        tail = _text_item(kind, None, OMITTED_MARKER.format(what=f"{len(items)} more item(s)", cap=max_bytes))
+        reserve = json_size(tail, max_bytes, max_depth) + 1
+        avail = budget - reserve
         for i, item in enumerate(items):
-            if budget <= 0:
-                rest = len(items) - i
-                edits[(key, i)] = _text_item(kind, item, OMITTED_MARKER.format(what=f"{rest} more item(s)", cap=max_bytes))
-                for j in range(i + 1, len(items)):
-                    edits[(key, j)] = DROP
-                dropped.append(f"/{key}/{i}.. omitted ({rest})")
-                break
-            size = json_size(item, budget, max_depth, (key, i)) + 1
-            if size <= budget:
-                budget -= size
+            size = json_size(item, max(avail, 0), max_depth, (key, i)) + 1
+            if size <= avail:
+                avail -= size
                 continue
             cuttable = _text_of(kind, item)
+            replacement: Any = None
             if cuttable is not None:
                 text, build = cuttable
                 shell = json_size(build(""), max_bytes, max_depth) + 1
-                cut = _cut_to_fit(text, budget - shell, lambda t: json_size(t, max_bytes, max_depth))
-                edits[(key, i)] = build(cut)
-                dropped.append(f"/{key}/{i} cut")
-                budget = 0
-                continue
-            marker = _text_item(kind, item, OMITTED_MARKER.format(what=_describe(item), cap=max_bytes))
-            edits[(key, i)] = marker
-            dropped.append(f"/{key}/{i} omitted")
-            budget -= json_size(marker, max_bytes, max_depth) + 1
+                room = avail - shell + (reserve if i + 1 == len(items) else 0)  # the last item needs no tail
+                if room > 64:
+                    replacement = build(_cut_to_fit(text, room, lambda t: json_size(t, max_bytes, max_depth)))
+                    avail = 0
+            else:
+                marker = _text_item(kind, item, OMITTED_MARKER.format(what=_describe(item), cap=max_bytes))
+                if json_size(marker, max_bytes, max_depth) + 1 <= avail:
+                    replacement = marker
+                    avail -= json_size(marker, max_bytes, max_depth) + 1
+            if replacement is not None:
+                edits[(key, i)] = replacement
+                dropped.append(f"/{key}/{i} {'cut' if cuttable is not None else 'omitted'}")
+                if avail > 0 or i + 1 == len(items):
+                    continue
+                i += 1
+                if i == len(items):
+                    break
+            rest = len(items) - i
+            edits[(key, i)] = _text_item(kind, items[i], OMITTED_MARKER.format(what=f"{rest} more item(s)", cap=max_bytes))
+            for j in range(i + 1, len(items)):
+                edits[(key, j)] = DROP
+            dropped.append(f"/{key}/{i}.. omitted ({rest})")
+            break
+        budget = avail + reserve
     for k, v in value.items():
         if k in _SMALL or k == lead or k == key:
             continue
