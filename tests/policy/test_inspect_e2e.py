@@ -7,8 +7,6 @@ holds either. Oversize, deep and malformed results are refused or cut promptly, 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import sys
@@ -30,6 +28,7 @@ from checkrein.testing.content_server import (
     SECRET,
     TOOL_FIXTURES,
     prompt_name,
+    readable,
     resource_uri,
 )
 
@@ -76,24 +75,7 @@ async def gateway(config: Path, mode: str) -> AsyncIterator[Client]:
 
 def received(result: Any) -> str:
     """What the client got, as text: the JSON and the decoded bytes of every binary payload."""
-    value = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    parts = [json.dumps(value, ensure_ascii=False)]
-
-    def payloads(v: Any) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                if k in ("data", "blob") and isinstance(x, str):
-                    try:
-                        parts.append(base64.b64decode(x).decode("utf-8", "replace"))
-                    except (binascii.Error, ValueError):
-                        parts.append(x)
-                payloads(x)
-        elif isinstance(v, list):
-            for x in v:
-                payloads(x)
-
-    payloads(value)
-    return "\n".join(parts)
+    return readable(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def text_of(result: types.CallToolResult) -> str:

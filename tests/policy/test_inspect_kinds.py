@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from checkrein.config.policy import ResultSettings
 from checkrein.policy import Identity, Inspection, ResultView, ToolCall
 from checkrein.policy.inspect import DefaultInspector
-from checkrein.testing.content_server import CARRIERS, HALVES, INJECTION, SECRET
+from checkrein.testing.content_server import CARRIERS, HALVES, INJECTION, SECRET, readable
 
 CALL = ToolCall(Identity("u"), "s", "t", "p", "docs__fetch", {}, "docs", "fetch")
 ATTACK = INJECTION
@@ -44,24 +43,7 @@ PLACES: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
 
 
 def delivered(result: Any) -> str:
-    """Everything the client could read: the JSON and the decoded bytes of every base64 payload."""
-    parts = [json.dumps(result, ensure_ascii=False)]
-
-    def payloads(v: Any) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                if k in ("data", "blob") and isinstance(x, str):
-                    try:
-                        parts.append(base64.b64decode(x).decode("utf-8", "replace"))
-                    except (binascii.Error, ValueError):
-                        pass
-                payloads(x)
-        elif isinstance(v, list):
-            for x in v:
-                payloads(x)
-
-    payloads(result)
-    return "\n".join(parts)
+    return readable(result)
 
 
 def inspect(kind: Any, value: dict[str, Any], **settings: Any) -> Inspection:

@@ -31,7 +31,7 @@ import binascii
 import codecs
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -187,7 +187,7 @@ def json_size(value: Any, cap: int, max_depth: int, base: JsonPath = ()) -> int:
     from ``base``, whose length is the depth ``value`` sits at)."""
     counter = _Collector(cap, max_depth)
     try:
-        counter.count(value, base, len(base))
+        counter.free(value, base, len(base), None)
     except _Over:
         return max(counter.size, cap + 1)
     return _exact_size(value)
@@ -198,7 +198,10 @@ def _exact_size(value: Any) -> int:
     try:
         return len(orjson.dumps(value))
     except TypeError:  # integers beyond 64 bits, lone surrogates: the reference encoder
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+        except (ValueError, TypeError, RecursionError):  # e.g. an integer of more than 4300 digits
+            raise ResultRejected("the result holds a value JSON cannot carry", code="result.not_json") from None
         return len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -334,27 +337,15 @@ class _Collector:
             )
         return depth + 1
 
-    def count(self, value: Any, path: JsonPath, depth: int) -> None:
-        """Size and shape only (no pieces)."""
-        if isinstance(value, str):
-            self.add(_str_size(value))
-        elif isinstance(value, dict):
-            d = self.deeper(path, depth)
-            self.add(2 + len(value))
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise _not_json(path, k)
-                self.add(_str_size(k))
-                self.count(v, path, d)
-        elif isinstance(value, list | tuple):
-            d = self.deeper(path, depth)
-            self.add(2 + len(value))
-            for v in value:
-                self.count(v, path, d)
-        elif value is None or isinstance(value, bool | int | float):
-            self.add(1)
-        else:
-            raise _not_json(path, value)
+    def members(self, value: dict[Any, Any], path: JsonPath, depth: int) -> Iterator[tuple[str, Any, JsonPath, int]]:
+        """Each member of an object as ``(key, value, its path, depth inside)``, sizes counted."""
+        d = self.deeper(path, depth)
+        self.add(2 + len(value))
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _not_json(path, k)
+            self.add(_str_size(k))
+            yield k, v, (*path, k), d
 
     # units
 
@@ -376,21 +367,18 @@ class _Collector:
         self.add(_str_size(value))
         self.piece(self.unit(path, True, in_stream), Piece(path, value, "prose"))
 
-    def free(self, value: Any, path: JsonPath, depth: int, unit: Unit, key: str | None = None) -> None:
-        """Every string of a free-form value, keys included, into ``unit``."""
+    def free(self, value: Any, path: JsonPath, depth: int, unit: Unit | None, key: str | None = None) -> None:
+        """Every string of a free-form value, keys included, into ``unit`` (size and shape only
+        when ``unit`` is ``None``)."""
         if isinstance(value, str):
             self.add(_str_size(value))
-            inert = key == "mimeType" and len(value) <= 128 and _MIME.fullmatch(value) is not None
-            self.piece(unit, Piece(path, value, "field", key, inert=inert))
+            if unit is not None:
+                inert = key == "mimeType" and len(value) <= 128 and _MIME.fullmatch(value) is not None
+                self.piece(unit, Piece(path, value, "field", key, inert=inert))
         elif isinstance(value, dict):
-            d = self.deeper(path, depth)
-            self.add(2 + len(value))
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise _not_json(path, k)
-                self.add(_str_size(k))
-                sub = (*path, k)
-                self.piece(unit, Piece(sub, k, "key"))
+            for k, v, sub, d in self.members(value, path, depth):
+                if unit is not None:
+                    self.piece(unit, Piece(sub, k, "key"))
                 self.free(v, sub, d, unit, k)
         elif isinstance(value, list | tuple):
             d = self.deeper(path, depth)
@@ -425,14 +413,8 @@ class _Collector:
     def envelope(self, kind: Kind, value: Any) -> None:
         if not isinstance(value, dict):
             raise ResultRejected("a result must be a JSON object", code="result.not_json")
-        depth = self.deeper((), 0)
-        self.add(2 + len(value))
         extras: Unit | None = None
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise _not_json((), k)
-            self.add(_str_size(k))
-            path: JsonPath = (k,)
+        for k, v, path, depth in self.members(value, (), 0):
             if k == "_meta" or (kind == "tool" and k == "structuredContent"):
                 self.free(v, path, depth, self.unit(path, False, False))
             elif k == "resultType" and isinstance(v, str) and v in _RESULT_TYPES:
@@ -440,7 +422,7 @@ class _Collector:
             elif k == "isError" and kind == "tool" and isinstance(v, bool):
                 self.add(5)
             elif k == "ttlMs" and kind == "resource" and isinstance(v, int) and not isinstance(v, bool):
-                self.add(len(str(v)))
+                self.add(1)
             elif k == "cacheScope" and kind == "resource" and isinstance(v, str) and v in _CACHE_SCOPES:
                 self.add(len(v) + 2)
             elif k == "description" and kind == "prompt":
@@ -470,16 +452,10 @@ class _Collector:
         if not isinstance(value, dict):
             self.free(value, path, depth, self.unit(path, False, True))
             return
-        d = self.deeper(path, depth)
-        self.add(2 + len(value))
         kind = value.get("type")
         known = _BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
         fields = Unit(path, False)
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise _not_json(path, k)
-            self.add(_str_size(k))
-            sub = (*path, k)
+        for k, v, sub, d in self.members(value, path, depth):
             role = (known or {}).get(k, _SKIP if known is not None and k == "type" else _FREE)
             if role == _SKIP:
                 self.add(_str_size(v) if isinstance(v, str) else 1)
@@ -499,13 +475,7 @@ class _Collector:
         if not isinstance(value, dict):
             self.free(value, path, depth, fields)
         else:
-            d = self.deeper(path, depth)
-            self.add(2 + len(value))
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise _not_json(path, k)
-                self.add(_str_size(k))
-                sub = (*path, k)
+            for k, v, sub, d in self.members(value, path, depth):
                 role = _CONTENTS_FIELDS.get(k, _FREE)
                 if role == _PROSE:
                     self.prose(v, sub, d, True)
@@ -520,14 +490,8 @@ class _Collector:
         if not isinstance(value, dict):
             self.free(value, path, depth, self.unit(path, False, True))
             return
-        d = self.deeper(path, depth)
-        self.add(2 + len(value))
         fields = Unit(path, False)
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise _not_json(path, k)
-            self.add(_str_size(k))
-            sub = (*path, k)
+        for k, v, sub, d in self.members(value, path, depth):
             if k == "role" and isinstance(v, str) and v in _ROLES:
                 self.add(len(v) + 2)
             elif k == "content":

@@ -45,6 +45,7 @@ __all__ = [
     "build_server",
     "main",
     "prompt_name",
+    "readable",
     "resource_uri",
 ]
 
@@ -219,6 +220,26 @@ def build_server() -> Server[Any]:
     )
     server.middleware = []
     return server
+
+
+def readable(value: Any) -> str:
+    """Everything a client could read in a result's JSON: the JSON itself and the decoded bytes of
+    every base64 payload (``data``, ``blob``), so a test can look for a payload in one string."""
+    parts = [json.dumps(value, ensure_ascii=False)]
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k in ("data", "blob") and isinstance(x, str):
+                    try:
+                        parts.append(base64.b64decode(x).decode("utf-8", "replace"))
+                    except ValueError:  # not base64: the JSON above already holds it as it is
+                        pass
+                stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(v)
+    return "\n".join(parts)
 
 
 def prompt_name(fixture: str) -> str:
