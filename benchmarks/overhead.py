@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/overhead.py [--calls 400] [--rounds 5] [--concurrency 16]
 
 Targets: ``direct``; ``checkrein`` (default analyzers on); ``checkrein-noscan`` (argument analyzers
-off, to separate their cost); ``minimal-proxy``; ``fastmcp-proxy`` when available. Each round runs, in alternating order, every target sequentially (one call at a time) and with
+off, to separate their cost); ``checkrein-base`` with ``--baseline-src DIR`` (the same gateway run
+from another source tree, e.g. main before a change); ``minimal-proxy``; ``fastmcp-proxy`` when available. Each round runs, in alternating order, every target sequentially (one call at a time) and with
 ``--concurrency`` calls in flight, so drift in machine load hits all targets alike. Every target is
 one long-lived session opened before the first round (no per-call setup is measured). Prints p50 /
 p99 latency, calls/s and the ratios to the direct baseline. A minimal low-level SDK proxy (one
@@ -171,6 +172,11 @@ async def main(args: argparse.Namespace) -> None:
             "echo__echo",
         ),
     ]
+    if args.baseline_src:
+        # The same gateway from another source tree (e.g. main before a change), same run.
+        base_env = {**env, "PYTHONPATH": os.path.abspath(args.baseline_src)}
+        serve = ["-m", "checkrein", "serve", "--config", str(config)]
+        targets.append(Target("checkrein-base", StdioServerParameters(command=sys.executable, args=serve, env=base_env), "echo__echo"))
     targets.append(
         Target("minimal-proxy", StdioServerParameters(command=sys.executable, args=["-c", MINIMAL_PROXY], env=env), "echo")
     )
@@ -216,4 +222,5 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--baseline-src", help="also run checkrein from this source tree's src/ (a before/after comparison)")
     anyio.run(main, parser.parse_args())

@@ -204,3 +204,9 @@ def test_rebuild_copies_only_what_changes_and_can_drop_and_rename() -> None:
     assert value["content"][1]["text"] == "b" and "_meta" in value, "the original is never changed"
     assert new["content"][0] is value["content"][0], "untouched parts are shared, not copied"
     assert rebuild(value, {}) is value
+
+
+def test_an_integer_json_cannot_carry_is_refused_with_the_declared_error() -> None:
+    with pytest.raises(ResultRejected) as info:
+        walk({"content": [], "structuredContent": {"n": 10**5000}})
+    assert info.value.code == "result.not_json"

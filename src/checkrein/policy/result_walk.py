@@ -51,6 +51,7 @@ __all__ = [
     "decode_text_payload",
     "is_base64",
     "json_size",
+    "plain_texts",
     "pointer",
     "rebuild",
 ]
@@ -517,7 +518,7 @@ def _not_json(path: JsonPath, bad: Any) -> ResultRejected:
 _STREAM_ROOT: dict[Kind, JsonPath] = {"tool": ("content",), "resource": ("contents",), "prompt": ("messages",), "error": ()}
 
 
-def _plain_texts(value: Any) -> list[str] | None:
+def plain_texts(value: Any) -> list[str] | None:
     """The texts of a tool result made only of plain text blocks (the common case), else ``None``."""
     if type(value) is not dict:
         return None
@@ -542,7 +543,7 @@ def collect(kind: Kind, value: Any, *, max_depth: int, max_bytes: int | None) ->
     """Every piece of ``value`` (a result of ``kind`` as plain JSON), its units and stream, its size.
 
     Raises `ResultRejected` only (too deep, not JSON, bad base64)."""
-    texts = _plain_texts(value) if kind == "tool" and max_depth >= 3 else None
+    texts = plain_texts(value) if kind == "tool" and max_depth >= 3 else None
     if texts is not None:
         # Depth 3 and nothing but strings: only the size is left to find out.
         pieces = [Piece(("content", i, "text"), t, "prose") for i, t in enumerate(texts)]
