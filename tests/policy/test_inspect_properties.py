@@ -209,3 +209,12 @@ def test_a_cyclic_result_is_refused_not_hung_on() -> None:
     cyclic["_meta"] = cyclic
     out = DefaultInspector(ResultSettings()).inspect(CALL, ResultView("tool", {"content": [cyclic]}))
     assert out.action == "deny" and out.code == "result.too_deep"
+
+
+@FAST
+@given(st.one_of(strings, st.text(max_size=80)))
+def test_the_secret_prefilter_the_inspector_relies_on_never_hides_a_secret(s: str) -> None:
+    """`may_find` gates every scan of a result string: it must be true wherever a secret is found."""
+    from checkrein.policy.analyzers.secrets import may_find
+
+    assert may_find(s, None) or not find_secrets(s)

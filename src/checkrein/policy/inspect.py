@@ -34,7 +34,7 @@ from typing import Any
 from checkrein.config.policy import ResultSettings
 from checkrein.policy.analyzers import find_secrets
 from checkrein.policy.analyzers.api import SecretSpan
-from checkrein.policy.analyzers.secrets import MAX_SECRET_SCAN
+from checkrein.policy.analyzers.secrets import MAX_SECRET_SCAN, may_find
 from checkrein.policy.call import ToolCall
 from checkrein.policy.decision import Finding
 from checkrein.policy.injection import detect_injection
@@ -128,6 +128,9 @@ class DefaultInspector:
     ) -> None:
         self.settings = settings
         self._find: SecretFinder = finder if finder is not None else find_secrets
+        # The secrets analyzer's own necessary condition (False only when `find_secrets` finds
+        # nothing), so most short strings cost one regex search instead of a full scan.
+        self._may_find: Callable[[str, None], bool] | None = may_find if finder is None else None
         self._detect: Detector = detector if detector is not None else detect_injection
 
     # -- the seam ----------------------------------------------------------------------------
@@ -252,6 +255,8 @@ class DefaultInspector:
     # secrets
 
     def _spans(self, text: str) -> list[SecretSpan]:
+        if self._may_find is not None and not self._may_find(text, None):
+            return []
         if len(text) <= MAX_SECRET_SCAN:
             return self._find(text)
         spans: list[SecretSpan] = []
@@ -296,10 +301,9 @@ class DefaultInspector:
     def _redact(self, walk: Walk, value: Any) -> _Edits | None:
         """The edits that mask every secret, or ``None`` when there is none."""
         masked: dict[int, list[SecretSpan]] | None = None
-        find, limit = self._find, MAX_SECRET_SCAN
         for i, piece in enumerate(walk.pieces):
             text = piece.text
-            spans = find(text) if len(text) <= limit else self._spans(text)
+            spans = self._spans(text)
             if piece.key is not None and piece.where == "field":
                 # `name: value`, as a model reads the member: a password is a password by its name.
                 offset = len(piece.key) + 2
