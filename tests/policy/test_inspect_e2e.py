@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from checkrein.testing.content_server import (
+    ERRORS,
     INJECTION_MARK,
     PROMPT_FIXTURES,
     RESOURCE_FIXTURES,
@@ -134,3 +135,15 @@ async def test_oversize_deep_and_malformed_results_are_cut_or_refused_promptly(c
                 assert bad.is_error and "not valid base64" in text_of(bad)
             fine = await client.call_tool("c__deep", {"depth": 10})
             assert not fine.is_error
+
+
+async def test_upstream_error_messages_and_data_are_inspected_before_the_client_sees_them(config: Path) -> None:
+    with anyio.fail_after(120):
+        async with gateway(config, "legacy") as client:
+            got = {name: await client.call_tool("c__fail_with", {"name": name}) for name in ERRORS}
+    for name, result in got.items():
+        text = text_of(result)
+        assert result.is_error and text.startswith("error from checkrein"), name
+        assert INJECTION_MARK not in text and SECRET not in text, name
+    assert "JSON-RPC error -32602" in text_of(got["secret"]) and "REDACTED" in text_of(got["secret"])
+    assert "withheld" in text_of(got["injection"]) and "withheld" in text_of(got["split"])
