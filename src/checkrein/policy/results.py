@@ -18,6 +18,18 @@ __all__ = ["ErrorInspection", "Inspection", "ResultInspector", "ResultKind", "Re
 ResultKind = Literal["tool", "resource", "prompt"]
 
 
+def texts_of(result: Mapping[str, Any]) -> tuple[str, ...]:
+    """The text of each text item of a result's JSON, in order."""
+    out: list[str] = []
+    for item in result.get("content") or result.get("contents") or result.get("messages") or ():
+        if isinstance(item, dict):
+            content = item.get("content")
+            inner: Mapping[str, Any] = content if isinstance(content, dict) else item
+            if isinstance(inner.get("text"), str):
+                out.append(inner["text"])
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class ResultView:
     """What the inspector sees of an upstream result: its kind and its JSON form.
@@ -45,6 +57,16 @@ class ResultView:
     @property
     def is_error(self) -> bool:
         return self.kind == "tool" and self.json.get("isError") is True
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The text of each text block, text resource contents or text prompt message (not every
+        string the result carries: `checkrein.policy.result_walk.collect` finds those)."""
+        return texts_of(self.json)
+
+    @property
+    def structured(self) -> Any | None:
+        return self.json.get("structuredContent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,16 +97,7 @@ class Inspection:
     @property
     def texts(self) -> tuple[str, ...]:
         """The text of each text block (or text resource contents, or text prompt message) delivered."""
-        if self.result is None:
-            return ()
-        out: list[str] = []
-        for item in self.result.get("content") or self.result.get("contents") or self.result.get("messages") or ():
-            if isinstance(item, dict):
-                content = item.get("content")
-                inner: Mapping[str, Any] = content if isinstance(content, dict) else item
-                if isinstance(inner.get("text"), str):
-                    out.append(inner["text"])
-        return tuple(out)
+        return () if self.result is None else texts_of(self.result)
 
     @property
     def structured(self) -> Any | None:
