@@ -60,6 +60,10 @@ timeout_s = 20.0
 
 [policy]
 allow = ["c__*"]
+
+[policy.flow]  # this suite is about what inspection delivers, not about session flow rules
+rule_of_two = "off"
+provenance = "off"
 """,
         encoding="utf-8",
     )

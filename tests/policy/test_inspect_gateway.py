@@ -110,7 +110,7 @@ def content_config(tmp_path: Path) -> Config:
             "servers": [
                 {"name": "c", "command": sys.executable, "args": ["-m", "checkrein.testing.content_server"], "timeout_s": 20.0}
             ],
-            "policy": {"allow": ["c__*"], "results": {"max_depth": 32}},
+            "policy": {"allow": ["c__*"], "results": {"max_depth": 32}, "flow": {"rule_of_two": "off", "provenance": "off"}},
         }
     )
 
