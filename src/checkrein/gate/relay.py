@@ -125,7 +125,7 @@ class GateRelay:
         texts = tuple(_texts(params))
         if not texts:
             return params, (), ""
-        inspection = self._inspector.inspect(call, ResultView(texts=texts, structured=None, size_bytes=sum(len(t) for t in texts)))
+        inspection = self._inspector.inspect(call, ResultView.of_texts(*texts))
         if inspection.action != "deliver":
             return params, inspection.flags, (
                 f"the {kind} request of {call.server!r} was refused by checkrein: "
@@ -197,7 +197,7 @@ class GateRelay:
             texts = tuple(_strings(data))
             if texts:
                 call = _call_of(target, server, "log", {})
-                seen = self._inspector.inspect(call, ResultView(texts=texts, structured=None, size_bytes=sum(len(t) for t in texts)))
+                seen = self._inspector.inspect(call, ResultView.of_texts(*texts))
                 if seen.action != "deliver" or "injection" in seen.flags:
                     self.counters.dropped_notifications += 1
                     data = f"[a log message of {server!r} was withheld by checkrein: prompt injection signals]"
