@@ -11,6 +11,7 @@ from typing import Any
 
 from .event import format_time, new_event_id
 from .merkle import MerkleFrontier
+from .proofs import MerkleTree
 from .schema import GENESIS_HASH, SCHEMA_VERSION, render
 from .signing import CheckpointSigner
 
@@ -31,13 +32,21 @@ class Chain:
         head_hash: str | None,
         hashes: list[str],
         signer: CheckpointSigner | None,
+        tree: MerkleTree | None = None,
     ) -> None:
         self.log_id = log_id
         self.next_seq = next_seq
         self.head = head_hash or GENESIS_HASH
+        # The whole tree when checkpoints are published (proofs need its nodes), else the
+        # O(log n) frontier: the same roots either way.
+        self.tree = tree
         self.frontier = MerkleFrontier()
-        for h in hashes:
-            self.frontier.append(h)
+        if tree is None:
+            for h in hashes:
+                self.frontier.append(h)
+        else:
+            for h in hashes:
+                tree.append(bytes.fromhex(h))
         self.signer = signer
         self.since_checkpoint = 0
 
@@ -50,7 +59,10 @@ class Chain:
         line, h = render(body)
         self.next_seq = seq + 1
         self.head = h
-        self.frontier.append(h)
+        if self.tree is None:
+            self.frontier.append(h)
+        else:
+            self.tree.append(bytes.fromhex(h))
         self.since_checkpoint += 1
         return line, h, seq
 
@@ -85,9 +97,9 @@ class Chain:
             "type": "checkpoint",
             "log_id": self.log_id,
             "seq": self.next_seq,
-            "count": self.frontier.count,
+            "count": self.frontier.count if self.tree is None else self.tree.size,
             "head_hash": self.head,
-            "merkle_root": self.frontier.root(),
+            "merkle_root": self.frontier.root() if self.tree is None else self.tree.root().hex(),
             "reason": reason,
             "key_id": self.signer.key_id if self.signer else None,
             "signature": None,

@@ -1,7 +1,13 @@
-"""Ed25519 signing of checkpoints, and the key files `checkrein audit keygen` writes.
+"""Ed25519 signing of checkpoints, and the key files: the default one and `audit keygen`'s.
 
 The private key is read only by the writer and never enters the log, an error message or a
 counter; events carry only the key id (first 16 hex digits of SHA-256 of the raw public key).
+The same key signs the checkpoint event (canonical JSON) and its C2SP note (`audit/note.py`).
+
+Where the key is (`prepare_signing_key`): ``[audit] signing_key = "path"`` (must exist),
+``false`` (unsigned), or unset: ``<config stem>.audit-key`` beside the config file, created
+mode 0600 on first use. It is kept out of the audit directory on purpose: whoever can rewrite
+the log should not thereby hold the key that vouches for it.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -18,19 +24,29 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from checkrein.canonical import canonical_json, sha256_hex
 from checkrein.errors import AuditError
 
+from .note import NoteSigner
+
+if TYPE_CHECKING:
+    from checkrein.config.audit import AuditSettings
+
 __all__ = [
+    "DEFAULT_KEY_SUFFIX",
     "PRIVATE_KEY_FILE",
     "PUBLIC_KEY_FILE",
     "CheckpointSigner",
+    "SigningKey",
     "checkpoint_message",
+    "default_key_path",
     "generate_keypair",
     "key_id",
     "load_public_key",
+    "prepare_signing_key",
     "verify_signature",
 ]
 
 PRIVATE_KEY_FILE = "audit-signing.key"
 PUBLIC_KEY_FILE = "audit-signing.pub"
+DEFAULT_KEY_SUFFIX = ".audit-key"
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -73,6 +89,14 @@ class CheckpointSigner:
 
     def sign(self, event: dict[str, Any]) -> str:
         return self._key.sign(checkpoint_message(event)).hex()
+
+    def note_signer(self, origin: str) -> NoteSigner:
+        """The same key, signing C2SP notes under the key name ``origin``."""
+        return NoteSigner(self._key, origin)
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        return self._key.public_key()
 
     def __repr__(self) -> str:  # keep the key out of any log or traceback
         return f"CheckpointSigner(key_id={self.key_id!r})"
@@ -119,19 +143,70 @@ def generate_keypair(out_dir: Path, *, force: bool = False) -> tuple[Path, Path,
     priv_path, pub_path = out_dir / PRIVATE_KEY_FILE, out_dir / PUBLIC_KEY_FILE
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-        if force and priv_path.exists():
-            priv_path.unlink()  # recreate so the 0600 mode applies even if the old file was looser
-        fd = os.open(priv_path, flags, 0o600)
-        try:
-            os.write(fd, priv_pem)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(priv_path, 0o600)
+        _write_private(priv_path, priv_pem, force=force)
         pub_path.write_bytes(pub_pem)
     except FileExistsError:
         raise AuditError(f"{priv_path} already exists (use --force to replace it)", code="audit.key_exists") from None
     except OSError as exc:
         raise AuditError(f"cannot write key pair into {out_dir}: {exc.strerror}", code="audit.key_unwritable") from None
     return priv_path, pub_path, key_id(key.public_key())
+
+
+def _write_private(path: Path, pem: bytes, *, force: bool) -> None:
+    """Create ``path`` mode 0600 from the start (never world-readable, even briefly). Raises
+    ``FileExistsError`` unless ``force``, and ``OSError``."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    if force and path.exists():
+        path.unlink()  # recreate so the 0600 mode applies even if the old file was looser
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.write(fd, pem)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(path, 0o600)
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """The key a log is signed with: where it is, and whether this call created it."""
+
+    path: Path
+    created: bool = False
+
+
+def default_key_path(config_source: str | None, base_dir: Path) -> Path:
+    """``<config stem>.audit-key`` beside the config file (``checkrein.audit-key`` in ``base_dir``
+    for a config that came from no file)."""
+    if config_source:
+        cfg = Path(config_source).resolve()
+        return cfg.with_name(cfg.stem + DEFAULT_KEY_SUFFIX)
+    return base_dir.resolve() / ("checkrein" + DEFAULT_KEY_SUFFIX)
+
+
+def prepare_signing_key(settings: AuditSettings, base_dir: Path, config_source: str | None) -> SigningKey | None:
+    """Resolve ``[audit] signing_key``: None when it is ``false``; the configured file (which must
+    exist); or the default file, created (Ed25519, PEM, 0600) when missing. Raises ``AuditError``."""
+    choice = settings.signing_key
+    if choice is False:
+        return None
+    if isinstance(choice, str):
+        path = (base_dir / choice).resolve()
+        if not path.is_file():
+            raise AuditError(
+                f"[audit] signing_key {path} does not exist (create it with `checkrein audit keygen`, or "
+                "remove the setting to use the default key)", code="audit.key_unreadable")
+        return SigningKey(path)
+    path = default_key_path(config_source, base_dir)
+    if path.exists():
+        return SigningKey(path)
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    try:
+        _write_private(path, pem, force=False)
+    except FileExistsError:  # another process created it first: use that one
+        return SigningKey(path)
+    except OSError as exc:
+        raise AuditError(f"cannot create audit signing key {path}: {exc.strerror}", code="audit.key_unwritable") from None
+    return SigningKey(path, created=True)

@@ -24,13 +24,17 @@ from checkrein.config.audit import AuditSettings
 from checkrein.errors import AuditError, AuditUnavailable
 
 from .chain import Chain
+from .checkpoints import CheckpointPublisher, CheckpointStore, default_origin
 from .event import EventFactory
+from .note import NoteError
+from .proofs import MerkleTree
 from .record import CallRecord, LifecycleRecord
 from .redact import Redactor
 from .secrets import SecretFinder
 from .segments import LogOpener, OsLogFile, lock_directory, scan_tail, segment_name
-from .signing import CheckpointSigner
+from .signing import CheckpointSigner, SigningKey
 from .sqlite_index import SqliteIndex
+from .witness import WitnessTransport
 from .writer import COUNTER_NAMES, Item, Waiter, Writer
 
 __all__ = ["DEFAULT_DIR_NAME", "AuditTrailImpl", "open_audit_trail", "resolve_audit_dir"]
@@ -55,6 +59,12 @@ class AuditTrailImpl:
         self._closed = False
         self._counters: dict[str, int] = dict.fromkeys(COUNTER_NAMES, 0)
         self._writer: Writer | None = None
+        self._publisher: CheckpointPublisher | None = None
+        self._transport_owned: Any = None
+        self.origin: str | None = None
+        """The C2SP origin of this log's checkpoints (None when unsigned)."""
+        self.vkey: str | None = None
+        """The signed-note verifier key a witness operator needs (None when unsigned)."""
 
     # --- AuditTrail protocol ----------------------------------------------------------------------
 
@@ -110,6 +120,7 @@ class AuditTrailImpl:
             return
         writer.request_stop()
         await anyio.to_thread.run_sync(writer.join, abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(self._close_publisher, abandon_on_cancel=True)
 
     def close(self) -> None:
         """Synchronous `aclose` for scripts and tests outside an event loop."""
@@ -119,6 +130,16 @@ class AuditTrailImpl:
         if self._writer is not None:
             self._writer.request_stop()
             self._writer.join()
+        self._close_publisher()
+
+    def _close_publisher(self) -> None:
+        """Let the publisher sign and witness the shutdown checkpoint, bounded in time."""
+        if self._publisher is None:
+            return
+        w = self.settings.witness
+        self._publisher.close(max(self.settings.close_timeout_s, 2 * w.timeout_s * len(w.urls)) + 1.0)
+        if self._transport_owned is not None:
+            self._transport_owned.close()
 
     @property
     def counters(self) -> dict[str, int]:
@@ -222,30 +243,40 @@ def open_audit_trail(
     secret_finder: SecretFinder | None = None,
     clock: Callable[[], float] = time.time,
     opener: LogOpener | None = None,
+    signing_key: SigningKey | None = None,
+    witness_transport: WitnessTransport | None = None,
 ) -> AuditTrailImpl:
     """Open (creating, or recovering after a crash) the log under ``[audit] dir`` and start its
     writer. A torn tail is cut and recorded in an ``audit.recovery`` event; the chain continues.
 
     ``secret_finder`` is the policy engine's ``find_secrets`` when wired by the gate (default: the
     built-in pattern set). ``opener`` replaces how segment files are opened (fault injection, see
-    `checkrein.testing.faulty_file`). Raises ``AuditError`` (bad key, damaged log) and
-    ``AuditUnavailable`` (directory not writable while ``on_failure = "deny"``).
+    `checkrein.testing.faulty_file`). ``signing_key`` (from `prepare_signing_key`) overrides
+    ``[audit] signing_key``; with a key, every checkpoint is also published as a C2SP signed note
+    in ``checkpoints/`` and pushed to ``[audit.witness] urls`` (over ``witness_transport``,
+    default HTTP). Raises ``AuditError`` (bad key, damaged log) and ``AuditUnavailable``
+    (directory not writable while ``on_failure = "deny"``).
     """
     directory = resolve_audit_dir(settings, base_dir)
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         raise AuditUnavailable(f"cannot create audit directory {directory}: {exc.strerror}") from None
-    signer = CheckpointSigner.from_file(base_dir / settings.signing_key) if settings.signing_key else None
+    if signing_key is None and isinstance(settings.signing_key, str):
+        signing_key = SigningKey(base_dir / settings.signing_key)
+    signer = CheckpointSigner.from_file(signing_key.path) if signing_key is not None else None
     try:
         lock_fd = lock_directory(directory)
     except OSError as exc:
         raise AuditUnavailable(f"cannot lock audit directory {directory}: {exc.strerror}") from None
     try:
-        trail, writer = _prepare_locked(settings, directory, signer, lock_fd, secret_finder, clock, opener)
+        trail, writer = _prepare_locked(
+            settings, directory, signer, lock_fd, secret_finder, clock, opener, signing_key, witness_transport)
     except BaseException:
         os.close(lock_fd)
         raise
+    if trail._publisher is not None:
+        trail._publisher.start()
     writer.start()
     return trail
 
@@ -258,6 +289,8 @@ def _prepare_locked(
     secret_finder: SecretFinder | None,
     clock: Callable[[], float],
     opener: LogOpener | None,
+    signing_key: SigningKey | None = None,
+    witness_transport: WitnessTransport | None = None,
 ) -> tuple[AuditTrailImpl, Writer]:
     try:
         tail = scan_tail(directory)
@@ -269,12 +302,15 @@ def _prepare_locked(
     now = clock()
     first: list[dict[str, Any]] = []
     new_log = tail.next_seq == 0
+    log_id = tail.log_id or Chain.new_log_id()
+    tree = MerkleTree() if signer is not None else None
     chain = Chain(
-        log_id=tail.log_id or Chain.new_log_id(),
+        log_id=log_id,
         next_seq=tail.next_seq,
         head_hash=tail.head_hash,
         hashes=tail.hashes,
         signer=signer,
+        tree=tree,
     )
     if new_log:
         first.append(chain.genesis(now))
@@ -301,6 +337,11 @@ def _prepare_locked(
                     now,
                 )
             )
+    if signer is not None and tree is not None:
+        key_event = _prepare_publisher(trail, settings, directory, log_id, signer, tree, signing_key,
+                                       witness_transport, now)
+        if signing_key is not None and signing_key.created:
+            first.append(key_event)
     index: SqliteIndex | None = None
     if settings.sqlite:
         index = _open_index(directory, chain.log_id, tail.next_seq, trail)
@@ -324,12 +365,62 @@ def _prepare_locked(
         first_bodies=first,
         on_writable=trail._set_writable,
         lock_fd=lock_fd,
+        publisher=trail._publisher,
     )
     trail._writer = writer
     if not writer.initial_flush() and settings.on_failure == "deny":
         writer.close_files()
         raise AuditUnavailable(f"cannot write the audit log in {directory}: {writer.last_error}")
     return trail, writer
+
+
+def _prepare_publisher(
+    trail: AuditTrailImpl,
+    settings: AuditSettings,
+    directory: Path,
+    log_id: str,
+    signer: CheckpointSigner,
+    tree: MerkleTree,
+    key: SigningKey | None,
+    transport: WitnessTransport | None,
+    now: float,
+) -> dict[str, Any]:
+    """Set up note publishing; return the ``audit.signing_key`` event that records it (written
+    when this open created the key)."""
+    store = CheckpointStore(directory)
+    try:
+        stored = store.read_origin()
+    except OSError as exc:
+        raise AuditUnavailable(f"cannot read {store.dir}: {exc.strerror}") from None
+    if stored is not None and settings.origin is not None and settings.origin != stored:
+        raise AuditError(
+            f"[audit] origin {settings.origin!r} differs from this log's origin {stored!r} "
+            f"({store.dir}/origin): a log keeps its origin for life", code="audit.origin_changed")
+    origin = stored or settings.origin or default_origin(log_id)
+    try:
+        note_signer = signer.note_signer(origin)
+    except NoteError as exc:
+        raise AuditError(f"[audit] origin: {exc}", code="audit.origin_invalid") from None
+    if stored is None:
+        try:
+            store.write_origin(origin)
+        except OSError as exc:
+            raise AuditUnavailable(f"cannot write {store.dir}: {exc.strerror}") from None
+    w = settings.witness
+    if w.urls and transport is None:
+        from .witness_http import HttpWitnessTransport  # the one network module, loaded only when needed
+
+        transport = trail._transport_owned = HttpWitnessTransport()
+    trail._publisher = CheckpointPublisher(
+        store=store, signer=note_signer, tree=tree, counters=trail._counters, witnesses=w.urls,
+        quorum=w.needed, transport=transport, timeout_s=w.timeout_s)
+    trail.origin, trail.vkey = origin, note_signer.vkey.encode()
+    fields: dict[str, Any] = {
+        "origin": origin, "vkey": trail.vkey, "key_id": signer.key_id,
+        "path": str(key.path) if key is not None else None, "created": bool(key and key.created),
+        "witnesses": list(w.urls), "quorum": w.needed,
+    }
+    return EventFactory.lifecycle_body("audit.signing_key", fields, now)
 
 
 def _open_index(directory: Path, log_id: str, next_seq: int, trail: AuditTrailImpl) -> SqliteIndex | None:

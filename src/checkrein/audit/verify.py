@@ -1,9 +1,16 @@
 """`checkrein audit verify`: a strict verifier that trusts nothing in the log.
 
 `verify_log(path, ...)` never raises: it returns a `VerifyReport` whose ``exit_code`` is 0 (valid),
-1 (invalid: ``problem`` names the first bad seq, the file and line, and why) or 2 (unreadable or
-unusable input: missing path, unreadable key, log written by a newer schema). It streams the log
-line by line with a per-line size limit, so a hostile file cannot exhaust memory or hang it.
+1 (invalid: ``problem`` names the first bad seq, the file and line, why, and its ``kind``) or 2
+(unreadable or unusable input: missing path, unreadable key, log written by a newer schema). It
+streams the log line by line with a per-line size limit, so a hostile file cannot exhaust memory
+or hang it.
+
+A log proves only its own consistency; what it cannot prove is listed in ``undetected`` and
+``anchored`` says whether anything outside it vouched for it (a public key, an anchor, or a
+tlog-policy whose witnesses cosigned it, see `audit/witnessed.py`). The index must agree with
+the chain; a missing one is a warning, and with a policy it is invalid (``check_sqlite=False``
+for a log written with ``[audit] sqlite = false``).
 
 Order of checks per line (it decides which seq a tampering is blamed on): size and newline, UTF-8
 and strict JSON, schema version, exact schema of the event's type, the event's own hash, then its
@@ -23,7 +30,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from checkrein.errors import AuditError
 
+from .checkpoints import CheckpointStore
 from .merkle import MerkleFrontier
+from .proofs import MerkleTree
 from .schema import (
     GENESIS_HASH,
     MAX_LINE_BYTES,
@@ -35,10 +44,23 @@ from .schema import (
 )
 from .segments import INDEX_FILE, SEGMENT_RE, iter_lines, list_segments
 from .signing import key_id, load_public_key, verify_signature
+from .tlog_policy import TlogPolicy
+from .witness import WitnessTransport
+from .witnessed import check_witnessed
 
-__all__ = ["MAX_FILE_BYTES", "Problem", "VerifyReport", "verify_log"]
+__all__ = ["MAX_FILE_BYTES", "UNSIGNED_UNDETECTED", "Problem", "VerifyReport", "verify_log"]
 
 MAX_FILE_BYTES = 16 * 1024**3
+UNSIGNED_UNDETECTED = (
+    "a rewrite of the whole chain (same events, new hashes: anyone can recompute them)",
+    "a cut back to an earlier clean shutdown (the shorter log is just as consistent)",
+    "a fork (another log under the same log id)",
+)
+"""What a check with no key, anchor or policy cannot detect."""
+KEY_ONLY_UNDETECTED = (
+    "a cut back to an earlier signed shutdown checkpoint (give --policy with witnesses)",
+    "a rewrite or fork by whoever holds the signing key (give --policy with witnesses)",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +69,9 @@ class Problem:
     seq: int | None = None
     file: str | None = None
     line: int | None = None
+    kind: str | None = None
+    """For the attacks with a name: rewrite, cut_back, fork, no_quorum, no_origin, index_missing,
+    index_stale, segment_order."""
 
     def __str__(self) -> str:
         where = ", ".join(
@@ -67,6 +92,13 @@ class VerifyReport:
     log_id: str | None = None
     last_seq: int | None = None
     sqlite_checked: bool = False
+    index: str = "not_checked"
+    """ok, missing, stale (behind or disagreeing) or not_checked."""
+    anchored: bool = False
+    """Something outside the log vouched for it: a key, an anchor, or a witnessed policy."""
+    undetected: list[str] = field(default_factory=list)
+    """Attacks this check could not have detected, given what it was given."""
+    witnessed: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -96,21 +128,32 @@ def verify_log(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_file_bytes: int = MAX_FILE_BYTES,
     anchors: tuple[tuple[int, str], ...] = (),
+    policy: TlogPolicy | None = None,
+    witness_transport: WitnessTransport | None = None,
+    witness_timeout_s: float = 10.0,
 ) -> VerifyReport:
     """Verify a log directory or one segment file. ``live``: the writer may still be running (no
     closing checkpoint required; the index may lag). ``anchors``: (seq, hash) pairs recorded
     elsewhere earlier (e.g. a checkpoint head exported to monitoring); each must still be in the
     log, which proves it was not cut back or rewritten before that point, something no log can
-    prove about itself. Never raises."""
+    prove about itself. ``policy``: a C2SP tlog-policy the log's signed checkpoints must satisfy;
+    its witnesses with URLs are asked over ``witness_transport``. Never raises."""
     report = VerifyReport()
     try:
         pub = load_public_key(public_key) if public_key is not None else None
         files, full = _files(path)
         verifier = _Verifier(report, pub, live, max_line_bytes, max_file_bytes, full)
         verifier.anchors = dict(anchors)
+        if policy is not None:
+            if not full:
+                raise _Invalid(Problem("--policy needs the whole log directory, not one segment"), 2)
+            verifier.tree = MerkleTree()
         verifier.run(files)
-        if full and check_sqlite and (path / INDEX_FILE).exists():
-            _check_sqlite(path, report, live)
+        if full and check_sqlite:
+            _check_sqlite(path, report, live, required=policy is not None)
+        if policy is not None and verifier.tree is not None:
+            _check_policy(path, report, verifier, policy, witness_transport, live, witness_timeout_s)
+        _limits(report, pub is not None, bool(anchors), policy is not None)
     except _Invalid as inv:
         report.exit_code, report.problem = inv.exit_code, inv.problem
     except AuditError as exc:
@@ -120,6 +163,40 @@ def verify_log(
     except Exception as exc:  # noqa: BLE001 - a verifier bug must not pass a log: report it invalid
         report.exit_code, report.problem = 1, Problem(f"verifier error ({type(exc).__name__}); log not accepted")
     return report
+
+
+def _check_policy(
+    path: Path,
+    report: VerifyReport,
+    verifier: _Verifier,
+    policy: TlogPolicy,
+    transport: WitnessTransport | None,
+    live: bool,
+    timeout_s: float,
+) -> None:
+    tree = verifier.tree if verifier.tree is not None else MerkleTree()
+    w = check_witnessed(CheckpointStore(path), tree, verifier.checkpoint_counts, policy,
+                        transport=transport, live=live, timeout_s=timeout_s)
+    report.witnessed = {
+        "origin": w.origin, "notes_checked": w.notes_checked, "newest_size": w.newest_size,
+        "cosigned_by": w.cosigned_by, "witnesses_asked": w.witnesses_asked,
+    }
+    report.warnings.extend(w.warnings)
+    report.undetected.extend(w.undetected)
+    if w.problem is not None:
+        p = w.problem
+        raise _Invalid(Problem(p.reason, p.size, f"checkpoints/{p.file}" if p.file else None, kind=p.kind))
+
+
+def _limits(report: VerifyReport, keyed: bool, anchored: bool, witnessed: bool) -> None:
+    """Say what this check could not detect, given what it was given."""
+    report.anchored = keyed or anchored or witnessed
+    if witnessed:
+        return
+    if keyed:
+        report.undetected.extend(KEY_ONLY_UNDETECTED)
+    elif not anchored:
+        report.undetected.extend(UNSIGNED_UNDETECTED)
 
 
 def _files(path: Path) -> tuple[list[tuple[int | None, Path]], bool]:
@@ -132,7 +209,8 @@ def _files(path: Path) -> tuple[list[tuple[int | None, Path]], bool]:
             raise _Invalid(Problem(f"{path}: no audit segments (segment-NNNNNN.jsonl) in this directory"), 2)
         for expected, (index, seg) in enumerate(segments, start=1):
             if index != expected:
-                raise _Invalid(Problem(f"segment {expected} is missing (found {seg.name} next)", file=seg.name), 1)
+                raise _Invalid(Problem(f"segment {expected} is missing (found {seg.name} next)", file=seg.name,
+                                       kind="segment_order"), 1)
         return [(i, p) for i, p in segments], True
     if not path.is_file():
         raise _Invalid(Problem(f"{path}: not a regular file or directory"), 2)
@@ -158,6 +236,8 @@ class _Verifier:
         self.log_id: str | None = None
         self.last: dict[str, Any] | None = None
         self.anchors: dict[int, str] = {}
+        self.tree: MerkleTree | None = None
+        self.checkpoint_counts: list[int] = []
 
     def run(self, files: list[tuple[int | None, Path]]) -> None:
         for n, (index, path) in enumerate(files):
@@ -250,10 +330,12 @@ class _Verifier:
             raise _Invalid(Problem("the log does not start with a genesis event", seq, name, lineno))
         if first_line and index is not None and index >= 2:
             if kind != "segment":
-                raise _Invalid(Problem("segment does not start with a segment link event", seq, name, lineno))
+                raise _Invalid(Problem("segment does not start with a segment link event", seq, name, lineno,
+                                       kind="segment_order"))
         if kind == "segment":
             if not first_line or (index is not None and obj["segment"] != index):
-                raise _Invalid(Problem(f"segment link says segment {obj['segment']} in the wrong place", seq, name, lineno))
+                raise _Invalid(Problem(f"segment link says segment {obj['segment']} in the wrong place (segments "
+                                       "swapped or renamed)", seq, name, lineno, kind="segment_order"))
             if obj["prev_segment_head"] != obj["prev_hash"]:
                 raise _Invalid(Problem("segment link does not name the previous segment's head hash", seq, name, lineno))
         if kind == "checkpoint":
@@ -262,6 +344,8 @@ class _Verifier:
         if anchored is not None and anchored != h:
             raise _Invalid(Problem(f"seq {seq} does not have the anchored hash {anchored[:16]}…: the log was rewritten", seq, name, lineno))
         self.frontier.append(h)
+        if self.tree is not None:
+            self.tree.append(bytes.fromhex(h))
         self.prev = h
         self.expected = seq + 1
         self.last = obj
@@ -275,6 +359,7 @@ class _Verifier:
     def _checkpoint(self, obj: dict[str, Any], name: str, lineno: int) -> None:
         seq = obj["seq"]
         self.r.checkpoints += 1
+        self.checkpoint_counts.append(obj["count"])
         if obj["head_hash"] != obj["prev_hash"]:
             raise _Invalid(Problem("checkpoint head_hash is not the previous event's hash", seq, name, lineno))
         if self.full:
@@ -295,8 +380,18 @@ class _Verifier:
         self.r.signatures_checked += 1
 
 
-def _check_sqlite(directory: Path, report: VerifyReport, live: bool) -> None:
-    """The index must hold exactly the log's lines (a prefix of them when ``live``)."""
+def _check_sqlite(directory: Path, report: VerifyReport, live: bool, *, required: bool) -> None:
+    """The index must hold exactly the log's lines (a prefix of them when ``live``); a missing one
+    is a warning, or a problem when ``required``."""
+    if not (directory / INDEX_FILE).exists():
+        report.index = "missing"
+        why = (f"{INDEX_FILE} is missing: deleted, or never written (`checkrein audit reindex` rebuilds it; "
+               "a log written with [audit] sqlite = false is verified with --no-index)")
+        if required:
+            raise _Invalid(Problem(why, file=INDEX_FILE, kind="index_missing"))
+        report.warnings.append(why)
+        return
+    report.index = "stale"
     try:
         db = sqlite3.connect(f"file:{directory / INDEX_FILE}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -308,16 +403,23 @@ def _check_sqlite(directory: Path, report: VerifyReport, live: bool) -> None:
             item = next(lines, None)
             seq = row[0]
             if item is None:
-                raise _Invalid(Problem(f"{INDEX_FILE} holds seq {seq}, which the log does not", seq, INDEX_FILE))
+                raise _Invalid(Problem(f"{INDEX_FILE} holds seq {seq}, which the log does not (events cut from "
+                                       "the log?)", seq, INDEX_FILE, kind="cut_back"))
             lseq, line = item
             if seq != lseq:
-                raise _Invalid(Problem(f"{INDEX_FILE} lacks seq {lseq} (run `checkrein audit reindex`)", lseq, INDEX_FILE))
+                raise _Invalid(Problem(f"{INDEX_FILE} lacks seq {lseq} (run `checkrein audit reindex`)", lseq, INDEX_FILE,
+                                       kind="index_stale"))
             if not isinstance(row[2], str) or row[2].encode("utf-8") != line or not isinstance(row[1], str) or not line.endswith(b'"' + row[1].encode() + b'"}'):
-                raise _Invalid(Problem(f"{INDEX_FILE} disagrees with the log at seq {seq}", seq, INDEX_FILE))
+                raise _Invalid(Problem(f"{INDEX_FILE} disagrees with the log at seq {seq}", seq, INDEX_FILE,
+                                       kind="index_stale"))
         rest = next(lines, None)
         if rest is not None and not live:
-            raise _Invalid(Problem(f"{INDEX_FILE} lacks events from seq {rest[0]} on (run `checkrein audit reindex`)", rest[0], INDEX_FILE))
+            raise _Invalid(Problem(
+                f"{INDEX_FILE} is stale: it lacks events from seq {rest[0]} on (restored from an older copy, or "
+                "the writer could not index them; run `checkrein audit reindex`)", rest[0], INDEX_FILE,
+                kind="index_stale"))
         report.sqlite_checked = True
+        report.index = "ok"
     except sqlite3.Error as exc:
         raise _Invalid(Problem(f"{INDEX_FILE} unreadable: {exc}", file=INDEX_FILE)) from None
     finally:

@@ -25,6 +25,7 @@ from typing import Any
 from checkrein.errors import AuditError
 
 from .chain import Chain
+from .checkpoints import CheckpointPublisher
 from .event import EventFactory
 from .record import CallRecord, LifecycleRecord
 from .schema import check_event
@@ -71,6 +72,7 @@ class Writer(threading.Thread):
         first_bodies: list[dict[str, Any]],
         on_writable: Callable[[bool], None],
         lock_fd: int | None = None,
+        publisher: CheckpointPublisher | None = None,
     ) -> None:
         super().__init__(name="checkrein-audit-writer", daemon=True)
         self.queue: collections.deque[Item] = collections.deque()
@@ -102,6 +104,8 @@ class Writer(threading.Thread):
         self._pending: list[bytes] = []
         self._pending_rows: list[Row] = []
         self._pending_waiters: list[Waiter] = []
+        self._publisher = publisher
+        self._pending_checkpoints: list[tuple[int, bytes]] = []
         self._failing = False
         self._failed_since = 0.0
         self._last_error = ""
@@ -245,6 +249,8 @@ class Writer(threading.Thread):
         if body["type"] == "checkpoint":
             self._c["checkpoints"] += 1
             self._next_timer = self._clock() + self._interval
+            if self._publisher is not None:
+                self._pending_checkpoints.append((body["count"], bytes.fromhex(body["merkle_root"])))
 
     @property
     def last_error(self) -> str:
@@ -301,6 +307,11 @@ class Writer(threading.Thread):
         waiters, self._pending_waiters = self._pending_waiters, []
         for waiter in waiters:
             waiter(None)
+        if self._pending_checkpoints and self._publisher is not None:
+            # Only now, with the checkpoint on disk, may anyone outside see it.
+            published, self._pending_checkpoints = self._pending_checkpoints, []
+            for size, root in published:
+                self._publisher.submit(size, root)
         self._index_rows()
         if self._failing:
             self._leave_failing()

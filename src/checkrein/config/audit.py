@@ -4,9 +4,33 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AuditSettings"]
+__all__ = ["AuditSettings", "WitnessSettings"]
+
+
+class WitnessSettings(BaseModel):
+    """`[audit.witness]`: C2SP tlog-witness submission prefixes each checkpoint is pushed to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    urls: tuple[str, ...] = ()
+    quorum: int | None = Field(None, ge=0)
+    """Cosignatures a checkpoint should get (default 1 when urls are set); fewer is counted."""
+    timeout_s: float = Field(10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> WitnessSettings:
+        for url in self.urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"witness url {url!r} must start with http:// or https://")
+        if self.quorum is not None and self.quorum > len(self.urls):
+            raise ValueError(f"quorum {self.quorum} is more than the {len(self.urls)} witness url(s)")
+        return self
+
+    @property
+    def needed(self) -> int:
+        return self.quorum if self.quorum is not None else min(1, len(self.urls))
 
 
 class AuditSettings(BaseModel):
@@ -23,8 +47,12 @@ class AuditSettings(BaseModel):
     checkpoint_every: int = Field(1000, ge=1)
     checkpoint_interval_s: float = Field(60.0, gt=0)
     segment_max_bytes: int = Field(64 * 1024 * 1024, ge=4096)
-    signing_key: str | None = None
-    """Path of an Ed25519 private key (PEM) written by `checkrein audit keygen`."""
+    signing_key: str | bool | None = None
+    """Path of an Ed25519 private key (PEM, e.g. from `checkrein audit keygen`); unset or `true`:
+    `<config stem>.audit-key` beside the config, created on first serve; `false`: unsigned."""
+    origin: str | None = None
+    """The C2SP checkpoint origin (and note key name); default `checkrein/<host>/<log id>`."""
+    witness: WitnessSettings = WitnessSettings()
     sqlite: bool = True
     preview_chars: int = Field(512, ge=0, le=65_536)
     """Longest string kept (after redaction) in an argument preview or result summary."""
