@@ -6,11 +6,14 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck bench conformance conformance-direct clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "checkrein needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,report]'
+	# Test only: an independent C2SP witness (and its tlog library) for the audit tests. It declares
+	# Python >= 3.12 but runs on 3.11 (tests/audit/test_witness.py); never a product dependency.
+	$(BIN)/python -m pip install --quiet --ignore-requires-python 'aics-witness==0.1.0' 'aics-tlog==0.2.1'
 	@touch $(STAMP)
 
 demo: $(STAMP)

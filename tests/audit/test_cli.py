@@ -30,9 +30,14 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def test_verify_valid_log_exits_0(log_dir: Path) -> None:
+def test_verify_of_an_unsigned_log_exits_3_and_says_what_it_cannot_detect(log_dir: Path) -> None:
+    """Nothing outside the log vouched for it: consistent, but a rewrite or a cut would pass too."""
     res = runner.invoke(app, ["audit", "verify", str(log_dir)])
-    assert res.exit_code == 0 and res.output.startswith("VALID:")
+    assert res.exit_code == 3 and res.output.startswith("VALID (UNANCHORED):"), res.output
+    for attack in ("rewrite of the whole chain", "cut back to an earlier clean shutdown", "fork"):
+        assert attack in res.output
+    data = json.loads(runner.invoke(app, ["audit", "verify", str(log_dir), "--json"]).output)
+    assert data["exit_code"] == 3 and not data["anchored"] and len(data["undetected"]) == 3
 
 
 def test_verify_json_reports_counts(log_dir: Path) -> None:
@@ -155,7 +160,7 @@ def test_reindex_rebuilds_an_index_that_verifies(log_dir: Path, tmp_path: Path) 
     assert runner.invoke(app, ["audit", "verify", str(work)]).exit_code == 1
     res = runner.invoke(app, ["audit", "reindex", str(work)])
     assert res.exit_code == 0, res.output
-    assert runner.invoke(app, ["audit", "verify", str(work)]).exit_code == 0
+    assert runner.invoke(app, ["audit", "verify", str(work)]).exit_code == 3  # consistent; unsigned
 
 
 def test_resource_reads_and_prompt_gets_are_call_events_with_their_kind(tmp_path: Path) -> None:

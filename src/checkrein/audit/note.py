@@ -125,7 +125,7 @@ class VerifierKey:
 
 def parse_vkey(text: str) -> VerifierKey:
     """Parse ``name+hexid+base64(alg||key)``; the id must be the one the spec derives."""
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)  # the base64 part may itself hold "+"
     if len(parts) != 3:
         raise NoteError("a verifier key has the form <name>+<8 hex digits>+<base64 key>")
     name, hex_id, data = parts

@@ -185,8 +185,9 @@ def default_key_path(config_source: str | None, base_dir: Path) -> Path:
 
 
 def prepare_signing_key(settings: AuditSettings, base_dir: Path, config_source: str | None) -> SigningKey | None:
-    """Resolve ``[audit] signing_key``: None when it is ``false``; the configured file (which must
-    exist); or the default file, created (Ed25519, PEM, 0600) when missing. Raises ``AuditError``."""
+    """Resolve ``[audit] signing_key``: None when it is ``false`` (or unset for a config that came
+    from no file); the configured file (which must exist); or the default file beside the config,
+    created (Ed25519, PEM, 0600) when missing. Raises ``AuditError``."""
     choice = settings.signing_key
     if choice is False:
         return None
@@ -197,6 +198,8 @@ def prepare_signing_key(settings: AuditSettings, base_dir: Path, config_source: 
                 f"[audit] signing_key {path} does not exist (create it with `checkrein audit keygen`, or "
                 "remove the setting to use the default key)", code="audit.key_unreadable")
         return SigningKey(path)
+    if config_source is None:
+        return None  # a config built in code has no file to put the key beside: unsigned unless given one
     path = default_key_path(config_source, base_dir)
     if path.exists():
         return SigningKey(path)

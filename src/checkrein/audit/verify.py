@@ -142,6 +142,8 @@ def verify_log(
     try:
         pub = load_public_key(public_key) if public_key is not None else None
         files, full = _files(path)
+        if pub is None and policy is not None and full:
+            pub = _policy_public_key(path, policy)
         verifier = _Verifier(report, pub, live, max_line_bytes, max_file_bytes, full)
         verifier.anchors = dict(anchors)
         if policy is not None:
@@ -186,6 +188,13 @@ def _check_policy(
     if w.problem is not None:
         p = w.problem
         raise _Invalid(Problem(p.reason, p.size, f"checkpoints/{p.file}" if p.file else None, kind=p.kind))
+
+
+def _policy_public_key(path: Path, policy: TlogPolicy) -> Ed25519PublicKey | None:
+    """The policy's key for this log's origin also checks the checkpoint events' signatures."""
+    origin = CheckpointStore(path).read_origin()
+    key = policy.log_key(origin) if origin else None
+    return Ed25519PublicKey.from_public_bytes(key.public) if key is not None else None
 
 
 def _limits(report: VerifyReport, keyed: bool, anchored: bool, witnessed: bool) -> None:
@@ -314,6 +323,10 @@ class _Verifier:
                     self.expected, name, lineno))
         seq: int = obj["seq"]
         expected: int = self.expected
+        if seq != expected and lineno == 1 and index is not None and index >= 2:
+            raise _Invalid(Problem(
+                f"{name} starts at seq {seq}, but the segment before it ends at seq {expected - 1}: segments "
+                "swapped, renamed or deleted", expected, name, lineno, kind="segment_order"))
         if seq < expected:
             raise _Invalid(Problem(
                 f"seq {seq} appears again after seq {expected - 1} (duplicated, inserted or reordered)", seq, name, lineno))

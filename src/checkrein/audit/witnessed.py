@@ -124,12 +124,14 @@ def _run(
     note = notes[newest]
     report.newest_size = newest
     report.cosigned_by = sorted(w.name for w in policy.witnesses.values() if note.verified_by(w.key))
+    # Witnesses first: "a witness saw a longer or another history" names the attack better than
+    # the missing cosignature it also causes.
+    _ask_witnesses(report, policy, note, newest, tree, transport, timeout_s)
     if not policy.satisfied(set(report.cosigned_by)):
         raise _Fail(WitnessedFinding(
             "no_quorum", f"the newest checkpoint (size {newest}) is cosigned by "
             f"{', '.join(report.cosigned_by) or 'no witness'}; the policy needs {policy.describe_quorum()}",
             newest, store.path(newest).name))
-    _ask_witnesses(report, policy, note, newest, tree, transport, timeout_s)
 
 
 def _newest(checkpoint_sizes: list[int], notes: dict[int, SignedNote], live: bool, report: WitnessedReport) -> int:

@@ -1,6 +1,9 @@
-"""`checkrein audit verify|query|tail|stats|keygen|reindex`.
+"""`checkrein audit verify|query|tail|stats|keygen|reindex|vkey|proof|consistency|witness`.
 
-Exit codes: 0 success / valid, 1 invalid log (`verify`), 2 usage error or unreadable input.
+Exit codes: 0 success / valid, 1 invalid log (`verify`) or a witness refused (`witness`), 2 usage
+error or unreadable input, 3 (`verify`) consistent but unanchored: nothing outside the log (a key,
+an anchor, a witnessed policy) vouched for it, so a whole-chain rewrite, a cut back to an earlier
+clean shutdown or a fork would pass unseen.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import typer
 from checkrein.audit.query import EventFilter, audit_stats, follow_events, parse_since, query_events
 from checkrein.audit.signing import generate_keypair
 from checkrein.audit.sqlite_index import rebuild_index
-from checkrein.audit.verify import verify_log
+from checkrein.audit.tlog_policy import PolicyFileError, TlogPolicy, parse_tlog_policy
+from checkrein.audit.verify import VerifyReport, verify_log
+from checkrein.config import Config, load_config
 from checkrein.errors import CheckreinError
 
 __all__ = ["register"]
@@ -40,35 +45,77 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 def verify_cmd(
     path: Annotated[Path, typer.Argument(help="Audit directory or one segment file.", show_default=False)],
     key: Annotated[Path | None, typer.Option("--key", help="Ed25519 public key (PEM) that signs the checkpoints.")] = None,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", help="C2SP tlog-policy file: the log's key, witnesses (with URLs to ask them) and quorum.")] = None,
     live: Annotated[bool, typer.Option("--live", help="The writer may still be running: no closing checkpoint needed.")] = False,
     anchor: Annotated[list[str] | None, typer.Option(
         "--anchor", help="SEQ:HASH recorded earlier (e.g. a checkpoint's seq and hash); must still be in the log.")] = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="The log has no index.sqlite ([audit] sqlite = false).")] = False,
     as_json: _Json = False,
 ) -> None:
     """Check every line, the hash chain, checkpoints, Merkle roots, signatures, segment links and
-    the SQLite copy. Exit 0 valid, 1 invalid (first bad seq and why), 2 unreadable/usage."""
+    the SQLite copy; with --policy also the signed C2SP checkpoints, their cosignatures and quorum,
+    and what each witness with a URL has seen. Exit 0 valid, 1 invalid (first problem and why),
+    2 unreadable/usage, 3 valid but unanchored (no --key, --anchor or --policy: say what it cannot
+    detect)."""
     anchors: list[tuple[int, str]] = []
     for a in anchor or []:
         seq_text, _, hash_text = a.partition(":")
         if not seq_text.isdigit() or len(hash_text) != 64:
             raise _fail(f"--anchor {a!r}: expected SEQ:HASH (a seq number and a 64-digit hex hash)")
         anchors.append((int(seq_text), hash_text.lower()))
-    report = verify_log(path, public_key=key, live=live, anchors=tuple(anchors))
+    tlog_policy = _read_policy(policy) if policy is not None else None
+    transport = None
+    if tlog_policy is not None and any(w.url for w in tlog_policy.witnesses.values()):
+        from checkrein.audit.witness_http import HttpWitnessTransport
+
+        transport = HttpWitnessTransport()
+    try:
+        report = verify_log(path, public_key=key, live=live, anchors=tuple(anchors), policy=tlog_policy,
+                            witness_transport=transport, check_sqlite=not no_index)
+    finally:
+        if transport is not None:
+            transport.close()
+    code = 3 if report.exit_code == 0 and not report.anchored else report.exit_code
     if as_json:
-        print(json.dumps(report.as_dict(), sort_keys=True))
+        print(json.dumps({**report.as_dict(), "exit_code": code}, sort_keys=True))
     elif report.exit_code == 0:
-        signed = f", {report.signatures_checked} signatures checked" if report.signatures_checked else ""
-        print(
-            f"VALID: {report.events} events in {report.segments} segment(s), {report.checkpoints} checkpoints"
-            f"{signed}; log {report.log_id}"
-        )
-        for w in report.warnings:
-            print(f"warning: {w}")
+        _print_valid(report, code)
     elif report.exit_code == 1:
-        print(f"INVALID: {report.problem}")
+        kind = f" [{report.problem.kind}]" if report.problem and report.problem.kind else ""
+        print(f"INVALID{kind}: {report.problem}")
     else:
         print(f"checkrein: cannot verify: {report.problem}", file=sys.stderr)
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(code)
+
+
+def _read_policy(path: Path) -> TlogPolicy:
+    try:
+        return parse_tlog_policy(path.read_text("utf-8"))
+    except OSError as exc:
+        raise _fail(f"cannot read policy {path}: {exc.strerror}") from None
+    except (PolicyFileError, UnicodeDecodeError) as exc:
+        raise _fail(f"{path}: {exc}") from None
+
+
+def _print_valid(report: VerifyReport, code: int) -> None:
+    signed = f", {report.signatures_checked} signatures checked" if report.signatures_checked else ""
+    label = "VALID" if code == 0 else "VALID (UNANCHORED)"
+    print(f"{label}: {report.events} events in {report.segments} segment(s), {report.checkpoints} checkpoints"
+          f"{signed}; log {report.log_id}")
+    w = report.witnessed
+    if w:
+        asked = f"; asked {', '.join(w['witnesses_asked'])}" if w["witnesses_asked"] else ""
+        print(f"witnessed: newest checkpoint size {w['newest_size']} cosigned by "
+              f"{', '.join(w['cosigned_by']) or 'no witness (quorum none)'}{asked}")
+    for warning in report.warnings:
+        print(f"warning: {warning}")
+    if report.undetected:
+        print("this check cannot detect:" if code == 3 else "not covered by this check:")
+        for item in report.undetected:
+            print(f"  - {item}")
+    if code == 3:
+        print("sign the log (the default) and verify with --key or --policy; see `checkrein audit vkey`")
 
 
 def _filter(trace: str | None, session: str | None, tool: str | None, outcome: str | None, since: str | None) -> EventFilter:
@@ -198,6 +245,134 @@ def reindex_cmd(directory: _Dir) -> None:
     except (OSError, sqlite3.Error, ValueError) as exc:
         raise _fail(f"reindex failed: {exc}", 1) from None
     print(f"indexed {n} events into {directory / 'index.sqlite'}")
+
+
+_Config = Annotated[Path | None, typer.Option("--config", "-c", help="checkrein config file (finds the audit dir and key).")]
+
+
+def _config(path: Path) -> Config:
+    try:
+        return load_config(path)
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+
+
+def _log_dir(directory: Path | None, config: Path | None) -> Path:
+    if directory is not None:
+        return directory
+    if config is None:
+        raise _fail("give the audit directory or --config FILE")
+    from checkrein.audit.trail import resolve_audit_dir
+
+    cfg = _config(config)
+    return resolve_audit_dir(cfg.audit, cfg.base_dir)
+
+
+@audit_app.command("vkey")
+def vkey_cmd(config: Annotated[Path, typer.Option("--config", "-c", help="checkrein config file.")], as_json: _Json = False) -> None:
+    """The log's origin and signed-note verifier key: what a witness operator (or a tlog-policy
+    `log` line) needs."""
+    from checkrein.audit.trail import resolve_audit_dir
+    from checkrein.audit.transparency import log_identity
+
+    cfg = _config(config)
+    try:
+        ident = log_identity(cfg.audit, cfg.base_dir, cfg.source, resolve_audit_dir(cfg.audit, cfg.base_dir))
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+    if as_json:
+        print(json.dumps({"origin": ident.origin, "vkey": ident.vkey, "key": str(ident.key_path)}, sort_keys=True))
+    else:
+        print(f"origin: {ident.origin}")
+        print(f"vkey:   {ident.vkey}")
+        print(f"key:    {ident.key_path}")
+
+
+@audit_app.command("proof")
+def proof_cmd(
+    seq: Annotated[int, typer.Option("--seq", help="The event's seq.", min=0)],
+    directory: Annotated[Path | None, typer.Argument(help="Audit directory (or --config).", show_default=False)] = None,
+    config: _Config = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the proof here (.tlog-proof) instead of stdout.")] = None,
+) -> None:
+    """A C2SP tlog-proof that event SEQ is in the log: its inclusion path to the newest signed
+    (and cosigned) checkpoint, with the event's line as `extra`."""
+    from checkrein.audit.transparency import inclusion_proof_for
+
+    try:
+        text = inclusion_proof_for(_log_dir(directory, config), seq).render()
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.write_text(text, "utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot write {out}: {exc.strerror}") from None
+    print(f"wrote {out}")
+
+
+@audit_app.command("consistency")
+def consistency_cmd(
+    old: Annotated[int, typer.Argument(help="Size of the older checkpoint.", min=0)],
+    new: Annotated[int, typer.Argument(help="Size of the newer signed checkpoint.", min=0)],
+    directory: Annotated[Path | None, typer.Argument(help="Audit directory (or --config).", show_default=False)] = None,
+    config: _Config = None,
+    as_json: _Json = False,
+) -> None:
+    """The RFC 6962 consistency proof from checkpoint OLD to checkpoint NEW, in tlog-witness
+    request form (old size, proof lines, blank line, the signed NEW checkpoint)."""
+    from checkrein.audit.note import b64
+    from checkrein.audit.transparency import consistency_between
+
+    try:
+        c = consistency_between(_log_dir(directory, config), old, new)
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+    if as_json:
+        print(json.dumps({"old": c.old, "new": c.new, "old_root": b64(c.old_root), "new_root": b64(c.new_root),
+                          "proof": [b64(h) for h in c.proof]}, sort_keys=True))
+    else:
+        sys.stdout.write(c.witness_body())
+
+
+@audit_app.command("witness")
+def witness_cmd(
+    config: Annotated[Path, typer.Option("--config", "-c", help="checkrein config file ([audit.witness] urls).")],
+    url: Annotated[list[str] | None, typer.Option("--url", help="Witness submission prefix (default: the config's).")] = None,
+    as_json: _Json = False,
+) -> None:
+    """Push the newest signed checkpoint to the witnesses and store their cosignatures, as the
+    gateway does after each checkpoint. Exit 1 if the quorum was not reached."""
+    from checkrein.audit.trail import resolve_audit_dir
+    from checkrein.audit.transparency import witness_newest
+    from checkrein.audit.witness_http import HttpWitnessTransport
+
+    cfg = _config(config)
+    urls = tuple(url) if url else cfg.audit.witness.urls
+    if not urls:
+        raise _fail("no witnesses: set [audit.witness] urls or give --url")
+    transport = HttpWitnessTransport()
+    try:
+        size, results = witness_newest(resolve_audit_dir(cfg.audit, cfg.base_dir), urls, transport,
+                                       cfg.audit.witness.timeout_s)
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+    finally:
+        transport.close()
+    ok = sum(r.outcome == "cosigned" for r in results)
+    needed = cfg.audit.witness.needed if not url else max(1, min(cfg.audit.witness.needed, len(urls)))
+    if as_json:
+        print(json.dumps({"size": size, "cosigned": ok, "quorum": needed, "results": [
+            {"url": r.url, "outcome": r.outcome, "witness_size": r.witness_size, "detail": r.detail,
+             "cosigners": [sig.name for sig in r.signatures]} for r in results]}, sort_keys=True))
+    else:
+        for r in results:
+            who = f" by {', '.join(sig.name for sig in r.signatures)}" if r.signatures else ""
+            print(f"{r.url}: {r.outcome}{who}{f' ({r.detail})' if r.detail else ''}")
+        print(f"checkpoint size {size}: {ok} of {len(urls)} witnesses cosigned (quorum {needed})")
+    raise typer.Exit(0 if ok >= needed else 1)
 
 
 def register(app: typer.Typer) -> None:
