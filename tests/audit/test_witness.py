@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,3 +112,23 @@ def test_a_witness_that_does_not_know_the_log_is_a_rejection_not_a_fork(tmp_path
         w.stop()
     c = trail.counters
     assert c["witness_failures"] == 1 and c["witness_forks"] == 0 and c["witness_ahead"] == 0
+
+
+def test_audit_witness_by_hand_stores_the_cosignature(tmp_path: Path, key: Path, witness: AicsWitness) -> None:
+    """A log served without witnesses is brought to one later with `checkrein audit witness`."""
+    from typer.testing import CliRunner
+
+    from checkrein.cli.main import app
+
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(8)], signing_key=str(key), origin=ORIGIN)
+    size, note = CheckpointStore(d).newest() or (0, None)
+    assert note is not None and note.verified_by(parse_vkey(witness.vkey)) is None
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(f'[audit]\ndir = "audit"\nsigning_key = "{key}"\norigin = "{ORIGIN}"\n'
+                   f'[audit.witness]\nurls = ["{witness.url}"]\n')
+    res = CliRunner().invoke(app, ["audit", "witness", "--config", str(cfg)])
+    assert res.exit_code == 0 and "cosigned by witness.test/w1" in res.output, res.output
+    assert CheckpointStore(d).load(size).verified_by(parse_vkey(witness.vkey)) is True
+    again = CliRunner().invoke(app, ["audit", "witness", "--config", str(cfg), "--json"])
+    assert again.exit_code == 0 and json.loads(again.output)["cosigned"] == 1

@@ -17,8 +17,8 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import platform
 import re
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,7 +50,7 @@ PUBLISHER_COUNTERS = (
 
 def default_origin(log_id: str, host: str | None = None) -> str:
     """``checkrein/<host>/<log id>``, the host reduced to characters an origin may hold."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", host if host is not None else socket.gethostname()) or "localhost"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", host if host is not None else platform.node()) or "localhost"
     return f"checkrein/{name}/{log_id}"
 
 
