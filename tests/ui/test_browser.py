@@ -200,8 +200,9 @@ def test_the_standalone_view_opens_from_the_printed_address(gateway: Gateway, pa
 
 
 def test_the_audit_of_the_browser_session_verifies(gateway: Gateway) -> None:
-    """What the view read is a log `checkrein audit verify --live` accepts."""
-    out = subprocess.run([sys.executable, "-m", "checkrein", "audit", "verify", str(gateway.audit), "--live", "--json"],
-                         env=child_env(), capture_output=True, timeout=120)
+    """What the view read is a log `checkrein audit verify --live` accepts, with the key serve made."""
+    key = gateway.audit.parent / "checkrein.audit-key"
+    out = subprocess.run([sys.executable, "-m", "checkrein", "audit", "verify", str(gateway.audit), "--live", "--json",
+                          "--key", str(key)], env=child_env(), capture_output=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["valid"] is True
