@@ -26,7 +26,8 @@ Who answers approvals (``--approver``):
 
 ``--flow on`` (default) / ``provenance`` (Rule of Two off) / ``off`` sets ``[policy.flow]``;
 ``--injection withhold|wrap|off`` sets ``[policy.results] injection`` (``off`` measures what the flow
-rules stop on their own, every injected text then reaching the agent).
+rules stop on their own, every injected text then reaching the agent); ``--keep-secrets`` turns off
+the masking of secrets in results (``redact_secrets = false``), to measure what masking costs.
 
 Run: `.venv/bin/python benchmarks/agentdojo.py [--suites workspace,banking] [--attacks ...]`
 (needs the optional extra `eval`: `pip install 'checkrein[eval]'`). Develop on workspace and banking;
@@ -166,7 +167,7 @@ def build_bench_gate(suite: TaskSuite[Any], dojo: Dojo, user: SimulatedUser, loc
         "allow": ["dojo__*"],
         "tools": {"dojo__*": {"risk": "medium"}},
         "flow": {"resume_window_s": 0, **FLOW_MODES[args.flow]},
-        "results": {"injection": args.injection},
+        "results": {"injection": args.injection, "redact_secrets": not args.keep_secrets},
     }
     if args.no_arg_scan:
         policy["analyzers"] = {a: "off" for a in ("paths", "urls", "shell", "sql", "secrets")}
@@ -347,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--flow", choices=tuple(FLOW_MODES), default="on")
     ap.add_argument("--injection", choices=("withhold", "wrap", "off"), default="withhold", help="[policy.results] injection")
     ap.add_argument("--no-arg-scan", action="store_true", help="turn the argument analyzers off")
+    ap.add_argument("--keep-secrets", action="store_true", help="[policy.results] redact_secrets = false (what masking costs)")
     ap.add_argument("--verbose", action="store_true", help="list every lost user task and successful attack")
     ap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     args = ap.parse_args(argv)
@@ -355,7 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(table, attacks)
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
-            meta = {"version": VERSION, "approver": args.approver, "flow": args.flow, "injection": args.injection}
+            meta = {
+                "version": VERSION, "approver": args.approver, "flow": args.flow, "injection": args.injection,
+                "redact_secrets": not args.keep_secrets,
+            }  # fmt: skip
             json.dump({**meta, "suites": table}, f, indent=2)
     return 0
 

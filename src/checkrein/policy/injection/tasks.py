@@ -6,7 +6,9 @@ they read as a task handed to whoever reads the text. Two halves of weight 0.5 e
 planted after other content (a field, a row, a paragraph; not a note that opens with its own to-do),
 and it names where something should go or what it should touch (an e-mail address, IBAN, URL,
 account, amount, an object by ID, a credential, or "the user" in the third person, which only an
-assistant is told about). Both together flag alone.
+assistant is told about), or it dictates the reader's own answer ("say that ...", "tell the user
+...", "recommend X to the user", "respond that ...": the target is what the assistant tells its user, a goal
+reached with no tool call at all). Both together flag alone.
 Labels and verbs are listed in several languages; the target test is language-independent.
 """
 
@@ -39,7 +41,8 @@ _EN_VERBS = frozenset(
      "delete", "remove", "erase", "wipe", "invite", "grant", "change", "modify", "reset", "update", "book",
      "reserve", "create", "add", "schedule", "publish", "leak", "exfiltrate", "copy", "concatenate",
      "give", "provide", "move", "visit", "open", "click", "download", "install", "run", "execute", "set",
-     "cancel", "approve", "sign", "buy", "purchase", "order", "submit", "reply", "write", "tell"}
+     "cancel", "approve", "sign", "buy", "purchase", "order", "submit", "reply", "write", "tell",
+     "say", "state", "claim", "insist", "respond", "answer", "recommend", "mention", "explain"}
 )  # fmt: skip
 _STEMS = (
     # de, fr, es, it, pt, nl, pl, ru
@@ -60,6 +63,21 @@ _TARGET_RE = re.compile(
     r"\bids?\s?[:#]?\s?['\"]?\d|"  # an object named by ID
     r"password|passcode|security code|verification code|api key|token|credential|"  # credentials
     r"\bthe user'?s?\b|\bof the user\b"  # the reader is told about "the user": an assistant
+)
+# The task dictates what the reader says to its user: a speech verb with a content clause ("say
+# that", "state:"), or addressed to the user or the reader ("tell the user", "answer me",
+# "recommend X to the user"). "Tell Bob that ..." names someone else and is left to the other half.
+_POLITE_RE = r"(?:(?:please|pls|kindly|now|always|also|just)\s+)*"
+_ANSWER_RE = re.compile(
+    _POLITE_RE + r"(?:"
+    r"(?:say|state|claim|insist|respond|reply|answer)\s*(?:that\b|[:：])|(?:write|recommend)\s+that\b|"
+    r"(?:say|state|claim|tell|respond|reply|answer|explain|write|mention|recommend)\s+(?:to\s+)?"
+    r"(?:the\s+user|the\s+reader|the\s+customer|me|us)\b|"
+    r"(?:recommend|suggest)\b[^.\n]{0,80}?\bto\s+(?:the\s+user|the\s+reader|the\s+customer|me|us)\b|"
+    # de, fr, es/pt, it, nl, pl, ru: "sag(e), dass", "dites que", "di/diga que", "dì/dica che", ...
+    r"(?:sag|sage|sagen\s+sie)\s*,?\s*dass\b|(?:dis|dites)\s+que\b|(?:di|diga|digan)\s+que\b|"
+    r"(?:dì|di'|dica|dite)\s+che\b|zeg\s+dat\b|powiedz\s*,?\s*że\b|скажи(?:те)?\s*,?\s*что\b"
+    r")"
 )
 _TAIL = 200
 
@@ -82,14 +100,16 @@ def task_label_signals(text: str) -> list[Signal]:
         before = text[max(0, m.start() - 2) : m.start()].rstrip(" ")
         if before and not before.endswith(_BOUNDARY) and not m.group().startswith(_GLUED):
             continue  # mid-sentence ("things to do: ..."), not a label
-        if not _imperative(text, m.end()):
-            continue
         tail = text[m.end() : m.end() + _TAIL]
+        answer = _ANSWER_RE.match(tail) is not None
+        if not (answer or _imperative(text, m.end())):
+            continue
         # A text that opens with its label is someone's own to-do note (or a `<!-- TODO: -->` code
         # comment); one planted after other content (a field, a row, a paragraph) is handed to
         # whoever reads that content.
         planted = m.start() > opening
-        weight = (0.5 if planted else 0.0) + (0.5 if _TARGET_RE.search(tail) else 0.0)
+        aimed = answer or _TARGET_RE.search(tail) is not None
+        weight = (0.5 if planted else 0.0) + (0.5 if aimed else 0.0)
         if not weight:
             continue
         evidence = text[m.start() : m.end() + 70].strip()
