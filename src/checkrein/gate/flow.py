@@ -136,7 +136,8 @@ class InMemoryFlowStore:
 
 
 def result_seen(out: CallOutcome) -> ResultSeen | None:
-    """What the model got from a forwarded call, or None when nothing came back."""
+    """What the model got from a forwarded call (a result, or the text of an error the upstream
+    answered), or None when nothing came back."""
     flagged = any(f in ("injection", "untrusted") for f in out.flags)
     if isinstance(out.result, types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
         view = view_of(out.result)
@@ -148,6 +149,10 @@ def result_seen(out: CallOutcome) -> ResultSeen | None:
         return ResultSeen(())
     if out.rule_id is not None and out.rule_id.startswith("inspect:"):
         return ResultSeen((), flagged=True, withheld=True)
+    if out.error_code == "upstream.error" and out.message:
+        # An error the upstream answered reaches the model with the upstream's own words in it
+        # (its JSON-RPC message and data): the same text as a result of that tool.
+        return ResultSeen((out.message,), flagged=flagged)
     return None
 
 
