@@ -271,7 +271,8 @@ def _percentile(sorted_values: list[float], p: float) -> float:
 
 def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, Any]:
     """Calls by kind and outcome, denials by rule, errors by code, p50/p99 duration per tool, and
-    every degradation counted (per-call `degraded` names and the trail's own lifecycle events)."""
+    every degradation counted (per-call `degraded` names and the trail's own lifecycle events);
+    ``registry`` is the metrics snapshot the last ``gateway.stop`` event recorded (as ``/stats``)."""
     _require_dir(directory)
     flt = flt or EventFilter()
     calls: Counter[str] = Counter()
@@ -284,6 +285,7 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
     trail: Counter[str] = Counter()
     events = checkpoints = 0
     first = last = None
+    registry: dict[str, Any] = {}
     for e in _scan(directory):
         events += 1
         kind = e.get("type")
@@ -299,6 +301,8 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
                     if isinstance(fields.get(k), int):
                         trail[k] += fields[k]
                 trail["outages"] += 1
+            elif name == "gateway.stop" and isinstance(fields.get("metrics"), dict):
+                registry = fields["metrics"]  # the metrics registry as the last run closed it
             elif name == "audit.recovery":
                 trail["recoveries"] += 1
                 if isinstance(fields.get("cut_bytes"), int):
@@ -337,6 +341,7 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
         "degraded": dict(degraded.most_common()),
         "trail": dict(trail),
         "lifecycle": dict(lifecycle.most_common()),
+        "registry": registry,
         "first_call": first,
         "last_call": last,
     }

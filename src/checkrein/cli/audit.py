@@ -211,6 +211,11 @@ def stats_cmd(
             print(f"{title}:")
             for name, n in values.items():
                 print(f"  {name:<40} {n}")
+    scalars = {k: v for k, v in stats.get("registry", {}).items() if not isinstance(v, dict)}
+    if scalars:
+        print("registry at the last gateway.stop:")
+        for name, n in sorted(scalars.items()):
+            print(f"  {name:<40} {n}")
     if stats["duration_by_tool"]:
         print("duration by tool:")
         print(f"  {'tool':<40} {'calls':>7} {'p50 ms':>9} {'p99 ms':>9}")

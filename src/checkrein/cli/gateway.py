@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+import anyio.abc
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -139,7 +140,8 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
             _err(f"checkrein: server {name!r} is up now; its tools are served (new ones quarantined until `pin`)")
 
 
-async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False) -> None:
+async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False,
+                 metrics_port: int | None = None) -> None:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     # checkrein speaks both protocol eras on purpose; the SDK's notes on what 2026-07-28 removed
@@ -171,7 +173,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
                 shutdown.enter(None)
                 async with anyio.create_task_group() as tg:
                     shutdown.enter(tg.cancel_scope)
-                    await _serve_started(gate, config, transport, host, port, tg, ui)
+                    await _serve_started(gate, config, transport, host, port, tg, ui, metrics_port)
                     tg.cancel_scope.cancel()
             finally:
                 shutdown.enter(None)
@@ -188,7 +190,8 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
 
 
 async def _serve_started(
-    gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup, ui: bool = False
+    gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup, ui: bool = False,
+    metrics_port: int | None = None,
 ) -> None:
     from checkrein.frontend import serve_http, serve_stdio
     from checkrein.gate.reload import ConfigWatcher
@@ -196,6 +199,8 @@ async def _serve_started(
     _report_start(gate)
     if gate.failures:
         tg.start_soon(_retry_failed_starts, gate)
+    if metrics_port is not None:
+        await _start_metrics(tg, gate, host, metrics_port)
     if config.source:
         # Policy edits apply live (SIGHUP forces a re-read); other changes need a restart.
         load = functools.partial(load_config, unused=_unused(transport))
@@ -223,6 +228,20 @@ async def _serve_started(
     await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir)
 
 
+async def _start_metrics(tg: anyio.abc.TaskGroup, gate: Gate, host: str, port: int) -> None:
+    from checkrein.frontend.metrics_port import serve_metrics
+
+    started = anyio.Event()
+
+    async def ready(bound: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        _err(f"checkrein: metrics on http://{shown}:{bound}/metrics")
+        started.set()
+
+    tg.start_soon(lambda: serve_metrics(gate, host=host, port=port, on_ready=ready))
+    await started.wait()
+
+
 def serve(
     config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml to serve.")],
     transport: Annotated[Transport, typer.Option("--transport", "-t", help="stdio or http.")] = Transport.stdio,
@@ -231,6 +250,8 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error (to stderr).")] = "warning",
     ui: Annotated[bool, typer.Option("--ui", help="HTTP only: also serve the audit's web view on /ui/ (read-only, "
                                      "same token and Origin rules as /mcp).")] = False,
+    metrics_port: Annotated[int | None, typer.Option(
+        "--metrics-port", help="Also serve GET /metrics and /stats on this port (0 picks one); same token rules.")] = None,
 ) -> None:
     """Serve every configured server's tools as ONE MCP server (stdio, or Streamable HTTP on /mcp).
 
@@ -245,7 +266,7 @@ def serve(
     cfg = _load(config, transport)
     _logging(log_level)
     try:
-        anyio.run(_serve, cfg, transport, host, port, ui)
+        anyio.run(_serve, cfg, transport, host, port, ui, metrics_port)
     except ConfigError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(2) from None

@@ -1,7 +1,8 @@
 """`checkrein serve --transport http`: Streamable HTTP on ``/mcp`` behind an Origin and token guard.
 
 Routes: ``/mcp`` (MCP, both protocol eras), ``GET /health`` (liveness and counts only),
-``GET /stats`` (the gate's degradation counters, upstream states, quarantined tools).
+``GET /stats`` (the gate's degradation counters, upstream states, quarantined tools, and every
+metric as JSON), ``GET /metrics`` (the same registry in Prometheus text format).
 
 Order of checks for every request (any path): ``Origin`` present and not allowed -> 403; a token
 is configured and the request carries no valid ``Authorization: Bearer`` -> 401 (``/health``
@@ -33,14 +34,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from checkrein.gate.grants import identity_key
+from checkrein.gate.metering import stats_view
 from checkrein.gate.pipeline import Gate
+from checkrein.telemetry import PROMETHEUS_CONTENT_TYPE
 
 from .auth import LOOPBACK_HOSTS, Authenticator, origin_allowed
 from .context import IDENTITY_SCOPE_KEY, CallFactory
 from .owners import SESSION_HEADER, SessionOwners
 from .server import GatewayServer
 
-__all__ = ["HttpGuard", "bind_socket", "build_http_app", "serve_http"]
+__all__ = ["HttpGuard", "QuietServer", "bind_socket", "build_http_app", "serve_http"]
 
 log = logging.getLogger("checkrein.frontend")
 
@@ -131,18 +134,11 @@ def build_http_app(
 
     async def stats(request: Request) -> Response:
         del request
-        return JSONResponse(
-            {
-                "counters": gate.counters.as_dict(),
-                "sessions": len(gate.sessions),
-                "tools": len(gate.catalog.ok_tools),
-                "quarantined": [e.exposed for e in gate.catalog.quarantined],
-                "servers": [
-                    {"name": i.name, "transport": i.transport, "state": i.state, "restarts": i.restarts, "error": i.error}
-                    for i in gate.upstream_infos()
-                ],
-            }
-        )
+        return JSONResponse(stats_view(gate))
+
+    async def metrics(request: Request) -> Response:
+        del request
+        return Response(gate.telemetry.metrics.render(), media_type=PROMETHEUS_CONTENT_TYPE)
 
     # HttpGuard decides on Origin; the SDK's own check below must not be stricter than it is.
     loopback_origins = [
@@ -163,7 +159,11 @@ def build_http_app(
     inner = front.server.streamable_http_app(
         host=host,
         transport_security=security,
-        custom_starlette_routes=[Route("/health", health, methods=["GET"]), Route("/stats", stats, methods=["GET"])],
+        custom_starlette_routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/stats", stats, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
     )
     if ui_dir is None:
         return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
@@ -210,7 +210,7 @@ async def serve_http(
     sock = sock or bind_socket(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    server = _Server(config)
+    server = QuietServer(config)
     log.info("checkrein serving Streamable HTTP on http://%s:%d/mcp", host, bound)
     if on_ready is not None:
         await on_ready(bound)
@@ -221,7 +221,7 @@ async def serve_http(
         tg.cancel_scope.cancel()
 
 
-class _Server(uvicorn.Server):
+class QuietServer(uvicorn.Server):
     """uvicorn without its own signal handling: it would re-raise SIGTERM after its shutdown and
     kill the process before the gate closes its upstreams and the audit trail."""
 

@@ -36,7 +36,9 @@ from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
 from checkrein.policy import CompiledPolicy, Identity, ResultInspector, ToolCall, compile_policy
+from checkrein.telemetry import Telemetry
 
+from . import metering
 from .approval import BoundApprover, approval_form, approval_message
 from .approval_state import APPROVAL_INPUT_KEY, RequestSealer
 from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, build_chain
@@ -110,6 +112,7 @@ class Gate:
         inspector: ResultInspector | None = None,
         steps: StepsArg = None,
         flows: FlowStore | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self._upstream_source = upstreams
         self.upstreams: dict[str, Any] = (
@@ -166,7 +169,12 @@ class Gate:
         )
         chosen = steps(defaults) if callable(steps) else (defaults if steps is None else list(steps))
         self.steps: tuple[Step, ...] = tuple(chosen)
-        self._run: CallNext = build_chain(self.steps, ForwardStep(self.counters, self.sessions, self.listings))
+        self.telemetry = telemetry or Telemetry()
+        timed, terminal = metering.instrument(
+            self.steps, ForwardStep(self.counters, self.sessions, self.listings), self.telemetry
+        )
+        metering.watch(self, self.telemetry)
+        self._run: CallNext = build_chain(timed, terminal)
 
     # -- the snapshot ------------------------------------------------------------------------
 
@@ -281,7 +289,9 @@ class Gate:
         if self._closed:
             return
         self._closed = True
-        await self.record_lifecycle("gateway.stop", {"counters": self.counters.as_dict()})
+        await self.record_lifecycle(
+            "gateway.stop", {"counters": self.counters.as_dict(), "metrics": self.telemetry.metrics.snapshot()}
+        )
         stack, self._stack = self._stack, None
         try:
             if stack is not None and isinstance(self._upstream_source, AbstractAsyncContextManager):
@@ -299,6 +309,9 @@ class Gate:
                 await self.audit.aclose()
             except Exception:  # the trail reports its own failures; closing must finish
                 log.exception("closing the audit trail failed")
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self.telemetry.close)
 
     async def rebuild(self, *, trust_on_first_use: bool = False) -> Catalog:
         """Re-read every ready upstream's (cached) tool list and the lock; build a new state.

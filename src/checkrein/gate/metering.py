@@ -1,0 +1,185 @@
+"""The gate's side of telemetry: what it feeds the registry per call, and the sources it adds.
+
+`instrument` wraps the chain built by `default_steps` without changing any step:
+
+    meter      outermost: the final decision (effect, rule) and the call's latency per tool
+    each step  its self time (time inside the step, the steps after it excluded)
+
+`watch` registers the gate's existing counters as scrape-time sources: `Counters`, the policy's
+`PolicyCounters` (read through ``gate.policy``, so a reload is followed), the audit trail's
+counters, each upstream's ``info`` and ``stats``, and the session/catalog sizes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from checkrein.telemetry import (
+    UNKNOWN_TOOL,
+    CounterSource,
+    LabelledSource,
+    Metrics,
+    Telemetry,
+    UpstreamSource,
+)
+
+from .steps import CallContext, CallNext, CallOutcome, Step
+
+if TYPE_CHECKING:
+    from .pipeline import Gate
+
+__all__ = ["AUDIT_GAUGES", "final_decision", "instrument", "stats_view", "tool_label", "watch"]
+
+AUDIT_GAUGES = frozenset({"queue_depth", "queue_max_seen", "writable", "sqlite_rows_behind"})
+"""Audit writer values that go up and down (the rest only count up)."""
+
+
+def final_decision(out: CallOutcome) -> tuple[str, str]:
+    """``(effect, rule)`` as audited: a refusal after the policy allowed is that refusal."""
+    d = out.ctx.decision
+    if out.rule_id is not None and (d is None or out.rule_id != d.rule_id):
+        return "deny", out.rule_id
+    if d is None:
+        return "none", out.error_code or "none"
+    return d.effect, d.rule_id
+
+
+def tool_label(out: CallOutcome) -> str:
+    """A bounded label: exposed tool or prompt names the catalog knows; a resource's server."""
+    call = out.ctx.call
+    if out.outcome == "not_found":
+        return UNKNOWN_TOOL
+    if call.kind == "tool":
+        return call.exposed_name if out.ctx.entry is not None else UNKNOWN_TOOL
+    if call.kind == "resource":
+        return f"{call.server}:resources" if call.server else UNKNOWN_TOOL
+    return call.exposed_name if call.server else UNKNOWN_TOOL
+
+
+@dataclass
+class _Meter:
+    metrics: Metrics
+
+    async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
+        out = await call_next(ctx)
+        m = self.metrics
+        effect, rule = final_decision(out)
+        m.decisions.labels(effect, rule).inc()
+        m.call_duration.labels(tool_label(out), ctx.call.kind, out.outcome).observe(time.perf_counter() - ctx.started)
+        return out
+
+
+@dataclass
+class _Timed:
+    step: Step
+    hist: Any  # a bound `Histogram` child
+
+    async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
+        inner = 0.0
+
+        async def timed_next(c: CallContext) -> CallOutcome:
+            nonlocal inner
+            t = time.perf_counter()
+            try:
+                return await call_next(c)
+            finally:
+                inner += time.perf_counter() - t
+
+        t0 = time.perf_counter()
+        try:
+            return await self.step(ctx, timed_next)
+        finally:
+            self.hist.observe(time.perf_counter() - t0 - inner)
+
+
+def _timed_terminal(terminal: CallNext, hist: Any) -> CallNext:
+    async def run(ctx: CallContext) -> CallOutcome:
+        t0 = time.perf_counter()
+        try:
+            return await terminal(ctx)
+        finally:
+            hist.observe(time.perf_counter() - t0)
+
+    return run
+
+
+def step_name(step: object) -> str:
+    """``PolicyStep`` -> ``policy``."""
+    name = type(step).__name__
+    return (name[:-4] if name.endswith("Step") else name).lower() or "step"
+
+
+def instrument(steps: Sequence[Step], terminal: CallNext, telemetry: Telemetry) -> tuple[list[Step], CallNext]:
+    """``steps`` and ``terminal`` with the meter outermost and (``step_timing``) each step timed."""
+    metrics = telemetry.metrics
+    out: list[Step] = [_Meter(metrics)]
+    if not telemetry.step_timing:
+        return [*out, *steps], terminal
+    out += [_Timed(s, metrics.step_duration.labels(step_name(s))) for s in steps]
+    return out, _timed_terminal(terminal, metrics.step_duration.labels("forward"))
+
+
+def watch(gate: Gate, metrics: Metrics) -> None:
+    """Register the gate's own counters as sources of ``metrics`` (read at every scrape)."""
+    errors = metrics.scrape_errors
+    metrics.add_source(CounterSource("gate", gate.counters.as_dict, errors, help_text="Gate counter"))
+    metrics.add_source(
+        LabelledSource(
+            "checkrein_policy_degradations",
+            "Policy degradations by name (policy.exception, policy.analyzer_failed, ...); reset by a policy reload.",
+            lambda: gate.policy.counters.snapshot(),
+            errors,
+        )
+    )
+    metrics.add_source(
+        CounterSource(
+            "audit", lambda: _audit_counters(gate), errors, gauges=AUDIT_GAUGES, help_text="Audit writer counter"
+        )
+    )
+    metrics.add_source(UpstreamSource(lambda: [(u.info, _stats_of(u)) for u in gate.upstreams.values()], errors))
+    metrics.add_source(
+        CounterSource(
+            "gateway",
+            lambda: {
+                "sessions": len(gate.sessions),
+                "tools": len(gate.catalog.ok_tools),
+                "quarantined_tools": len(gate.catalog.quarantined),
+                "failed_servers": len(gate.failures),
+            },
+            errors,
+            gauges=("sessions", "tools", "quarantined_tools", "failed_servers"),
+            help_text="Gateway size",
+        )
+    )
+
+
+def _audit_counters(gate: Gate) -> dict[str, int] | None:
+    counters = getattr(gate.audit, "counters", None)
+    return counters if isinstance(counters, dict) else None
+
+
+def _stats_of(upstream: object) -> dict[str, int]:
+    stats = getattr(upstream, "stats", None)
+    return stats if isinstance(stats, dict) else {}
+
+
+def stats_view(gate: Gate) -> dict[str, Any]:
+    """``GET /stats``: the registry's snapshot, with the gate counters also under ``counters``
+    (read back out of the same snapshot), server states and quarantined tool names."""
+    snap = gate.telemetry.metrics.snapshot()
+    prefix, suffix = "checkrein_gate_", "_total"
+    counters = {k[len(prefix) : -len(suffix)]: v for k, v in snap.items() if k.startswith(prefix) and k.endswith(suffix)}
+    return {
+        "counters": counters,
+        "sessions": len(gate.sessions),
+        "tools": len(gate.catalog.ok_tools),
+        "quarantined": [e.exposed for e in gate.catalog.quarantined],
+        "servers": [
+            {"name": i.name, "transport": i.transport, "state": i.state, "restarts": i.restarts, "error": i.error}
+            for i in gate.upstream_infos()
+        ],
+        "metrics": snap,
+    }
