@@ -1,6 +1,7 @@
 """checkrein's configuration: one TOML file validated once into one `Config`."""
 
 from .audit import AuditSettings
+from .fleet import PostgresAuditSettings, StateSettings, TelemetrySettings
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
 from .model import CREDENTIALS, LAUNCH, WEBHOOK, Config, config_from_mapping, load_config, parse_config
 from .policy import (
@@ -26,8 +27,11 @@ __all__ = [
     "GatewaySettings",
     "IdentityConfig",
     "PolicySettings",
+    "PostgresAuditSettings",
     "ResultSettings",
     "ServerConfig",
+    "StateSettings",
+    "TelemetrySettings",
     "ToolRule",
     "config_from_mapping",
     "load_config",

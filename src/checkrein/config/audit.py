@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .fleet import PostgresAuditSettings
+
 __all__ = ["AuditSettings", "WitnessSettings"]
 
 
@@ -67,3 +69,5 @@ class AuditSettings(BaseModel):
     """How often a failing writer retries."""
     close_timeout_s: float = Field(5.0, ge=0)
     """How long closing waits for a failing log to become writable before giving up (counted)."""
+    postgres: PostgresAuditSettings | None = None
+    """`[audit.postgres]`: ship every event to Postgres too (the local log stays the source of truth)."""

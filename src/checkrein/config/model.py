@@ -16,6 +16,7 @@ from checkrein.errors import ConfigError
 from ._locate import locate, show_line
 from .audit import AuditSettings
 from .env import Location, resolve_references, written_form
+from .fleet import StateSettings, TelemetrySettings
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
 from .policy import ApprovalSettings, BudgetSettings, PolicySettings
 from .problems import key_string, problems_of, raise_problems
@@ -55,6 +56,8 @@ class Config(BaseModel):
     approval: ApprovalSettings = ApprovalSettings()
     budgets: BudgetSettings = BudgetSettings()
     audit: AuditSettings = AuditSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+    state: StateSettings = StateSettings()
 
     source: str | None = Field(None, exclude=True)
     """Path of the file this config was read from (not part of the TOML)."""

@@ -7,6 +7,7 @@ Defaults, one line each (other packages replace theirs here):
     approver    `build_approver([approval])`, with elicitation through the frontend's sessions
     budget      `InProcessBudget([budgets])` when limits are configured, else none
     inspector   `DefaultInspector([policy.results])`
+    telemetry   `build_telemetry([telemetry])`: the metrics registry, OTLP export when configured
 
 Use the result as ``async with build_gate(config) as gate: ...``.
 """
@@ -21,6 +22,7 @@ from typing import Any
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
 from checkrein.config import LAUNCH, WEBHOOK, Config, ServerConfig
 from checkrein.policy import ResultInspector
+from checkrein.telemetry import Telemetry, build_telemetry
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
@@ -90,6 +92,7 @@ def build_gate(
     approver: Approver | None = None,
     budget: Budget | None = None,
     inspector: ResultInspector | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Gate:
     """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
 
@@ -124,6 +127,8 @@ def build_gate(
         budget = InProcessBudget(config.budgets, separator=config.gateway.separator)
     if inspector is None:
         inspector = DefaultInspector(config.policy.results)
+    if telemetry is None:
+        telemetry = build_telemetry(config)  # before the audit opens: a config error leaks nothing
     gate = Gate(
         config,
         upstreams,
@@ -131,6 +136,7 @@ def build_gate(
         approver=approver,
         budget=budget,
         inspector=inspector,
+        telemetry=telemetry,
     )
     gate.elicitor = elicitor
     gate.relay = relay

@@ -2,8 +2,11 @@
 
 `instrument` wraps the chain built by `default_steps` without changing any step:
 
-    meter      outermost: the final decision (effect, rule) and the call's latency per tool
+    meter      outermost: the final decision (effect, rule) and the call's latency per tool;
+               with tracing, the request's SERVER span (parent: the caller's traceparent)
     each step  its self time (time inside the step, the steps after it excluded)
+    forward    the upstream call as a CLIENT child span; its traceparent goes to the upstream
+               in ``_meta`` (without tracing: checkrein's own span id, as audited)
 
 `watch` registers the gate's existing counters as scrape-time sources: `Counters`, the policy's
 `PolicyCounters` (read through ``gate.policy``, so a reload is followed), the audit trail's
@@ -12,6 +15,8 @@ counters, each upstream's ``info`` and ``stats``, and the session/catalog sizes.
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +30,8 @@ from checkrein.telemetry import (
     Telemetry,
     UpstreamSource,
 )
+from checkrein.telemetry.tracing import CallFacts, CallSpan, FinishFacts, Tracing
+from checkrein.upstream.propagation import OUTBOUND_TRACEPARENT
 
 from .steps import CallContext, CallNext, CallOutcome, Step
 
@@ -32,6 +39,8 @@ if TYPE_CHECKING:
     from .pipeline import Gate
 
 __all__ = ["AUDIT_GAUGES", "final_decision", "instrument", "stats_view", "tool_label", "watch"]
+
+log = logging.getLogger("checkrein.gate")
 
 AUDIT_GAUGES = frozenset({"queue_depth", "queue_max_seen", "writable", "sqlite_rows_behind"})
 """Audit writer values that go up and down (the rest only count up)."""
@@ -59,17 +68,64 @@ def tool_label(out: CallOutcome) -> str:
     return call.exposed_name if call.server else UNKNOWN_TOOL
 
 
+_SPAN: contextvars.ContextVar[CallSpan | None] = contextvars.ContextVar("checkrein_call_span", default=None)
+
+
 @dataclass
 class _Meter:
     metrics: Metrics
+    tracing: Tracing | None
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        out = await call_next(ctx)
+        if self.tracing is None:
+            out = await call_next(ctx)
+        else:
+            out = await self._traced(ctx, call_next, self.tracing)
         m = self.metrics
         effect, rule = final_decision(out)
         m.decisions.labels(effect, rule).inc()
         m.call_duration.labels(tool_label(out), ctx.call.kind, out.outcome).observe(time.perf_counter() - ctx.started)
         return out
+
+    async def _traced(self, ctx: CallContext, call_next: CallNext, tracing: Tracing) -> CallOutcome:
+        call = ctx.call
+        facts = CallFacts(
+            call.kind, call.exposed_name, call.session_id, call.trace_id, call.span_id, call.parent_span_id,
+            "stdio" if call.identity.source == "stdio" else "http",
+        )
+        try:
+            span = tracing.start_call(facts)
+        except Exception:  # tracing is an observer: its failure never touches the call
+            self.metrics.backend_errors.labels("otlp", "start_span").inc()
+            log.warning("starting a span failed", exc_info=True)
+            return await call_next(ctx)
+        token = _SPAN.set(span)
+        try:
+            out = await call_next(ctx)
+        except BaseException:
+            _finish(self.metrics, span, FinishFacts("error", "none", "none", "call.cancelled", "cancelled"))
+            raise
+        finally:
+            _SPAN.reset(token)
+        effect, rule = final_decision(out)
+        error_type = None
+        if out.outcome != "ok":
+            error_type = out.error_code or out.outcome
+        final = out.ctx.call
+        _finish(
+            self.metrics,
+            span,
+            FinishFacts(out.outcome, effect, rule, out.error_code, error_type, out.message, final.server, tool_label(out)),
+        )
+        return out
+
+
+def _finish(metrics: Metrics, span: CallSpan, facts: FinishFacts) -> None:
+    try:
+        span.finish(facts)
+    except Exception:  # an exporter problem is counted, never raised into the call
+        metrics.backend_errors.labels("otlp", "end_span").inc()
+        log.warning("ending a span failed", exc_info=True)
 
 
 @dataclass
@@ -95,13 +151,38 @@ class _Timed:
             self.hist.observe(time.perf_counter() - t0 - inner)
 
 
-def _timed_terminal(terminal: CallNext, hist: Any) -> CallNext:
+def _forward(terminal: CallNext, hist: Any | None, metrics: Metrics) -> CallNext:
+    """The upstream call: timed, as a child span when tracing, its trace context sent along."""
+
     async def run(ctx: CallContext) -> CallOutcome:
         t0 = time.perf_counter()
+        call = ctx.call
+        span = _SPAN.get()
+        child = None
+        if span is not None:
+            try:
+                child = span.upstream(call.kind, call.server, call.tool)
+            except Exception:  # tracing never touches the call
+                metrics.backend_errors.labels("otlp", "start_span").inc()
+                log.warning("starting the upstream span failed", exc_info=True)
+        # Without tracing the upstream still joins the audit's trace: our span is its parent.
+        traceparent = child.traceparent if child is not None else f"00-{call.trace_id}-{call.span_id}-01"
+        token = OUTBOUND_TRACEPARENT.set(traceparent)
+        error_type: str | None = "cancelled"
         try:
-            return await terminal(ctx)
+            out = await terminal(ctx)
+            error_type = None if out.outcome == "ok" else (out.error_code or out.outcome)
+            return out
         finally:
-            hist.observe(time.perf_counter() - t0)
+            OUTBOUND_TRACEPARENT.reset(token)
+            if hist is not None:
+                hist.observe(time.perf_counter() - t0)
+            if child is not None:
+                try:
+                    child.finish(error_type)
+                except Exception:  # tracing never touches the call
+                    metrics.backend_errors.labels("otlp", "end_span").inc()
+                    log.warning("ending the upstream span failed", exc_info=True)
 
     return run
 
@@ -115,15 +196,16 @@ def step_name(step: object) -> str:
 def instrument(steps: Sequence[Step], terminal: CallNext, telemetry: Telemetry) -> tuple[list[Step], CallNext]:
     """``steps`` and ``terminal`` with the meter outermost and (``step_timing``) each step timed."""
     metrics = telemetry.metrics
-    out: list[Step] = [_Meter(metrics)]
+    out: list[Step] = [_Meter(metrics, telemetry.tracing)]
     if not telemetry.step_timing:
-        return [*out, *steps], terminal
+        return [*out, *steps], _forward(terminal, None, metrics)
     out += [_Timed(s, metrics.step_duration.labels(step_name(s))) for s in steps]
-    return out, _timed_terminal(terminal, metrics.step_duration.labels("forward"))
+    return out, _forward(terminal, metrics.step_duration.labels("forward"), metrics)
 
 
-def watch(gate: Gate, metrics: Metrics) -> None:
-    """Register the gate's own counters as sources of ``metrics`` (read at every scrape)."""
+def watch(gate: Gate, telemetry: Telemetry) -> None:
+    """Register the gate's own counters as sources of the registry (read at every scrape)."""
+    metrics = telemetry.metrics
     errors = metrics.scrape_errors
     metrics.add_source(CounterSource("gate", gate.counters.as_dict, errors, help_text="Gate counter"))
     metrics.add_source(
@@ -154,6 +236,7 @@ def watch(gate: Gate, metrics: Metrics) -> None:
             help_text="Gateway size",
         )
     )
+    telemetry.sources_ready()
 
 
 def _audit_counters(gate: Gate) -> dict[str, int] | None:

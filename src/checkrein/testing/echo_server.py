@@ -12,7 +12,8 @@ Run it as ``python -m checkrein.testing.echo_server [options]``:
 Tools: ``echo(text)`` returns ``text``; ``add(a, b)`` returns the integer sum (also as structured
 content); ``slow(seconds)`` sleeps then returns ``"slept"``; ``crash()`` exits the process mid-call
 (``os._exit(1)``); ``fail()`` returns ``isError: true``; ``header(name)`` returns that HTTP request
-header (empty on stdio); ``mutate()`` appends `` (mutated)`` to
+header (empty on stdio); ``meta(key)`` returns that key of the request's ``_meta`` (empty when
+absent); ``mutate()`` appends `` (mutated)`` to
 ``echo``'s description, adds a tool ``added`` and a resource ``echo://added``, and sends
 ``notifications/tools/list_changed`` and ``notifications/resources/list_changed`` (to
 ``subscriptions/listen`` streams too). One resource ``echo://readme``, one resource template
@@ -112,6 +113,12 @@ class _State:
                 input_schema=obj({"name": {"type": "string"}}, ["name"]),
             ),
             types.Tool(
+                name="meta",
+                description="Return a key of the request's _meta (e.g. traceparent).",
+                input_schema=obj({"key": {"type": "string"}}, ["key"]),
+                annotations=types.ToolAnnotations(read_only_hint=True),
+            ),
+            types.Tool(
                 name="mutate",
                 description="Change echo's definition and announce list_changed.",
                 input_schema=obj({}, []),
@@ -172,6 +179,9 @@ def build_server(state: _State | None = None, *, modern_only: bool = False) -> S
             request = getattr(ctx, "request", None)
             headers = getattr(request, "headers", None) or {}
             return _text(str(headers.get(str(args.get("name", "")), "")))
+        if name == "meta":
+            meta = getattr(ctx, "meta", None) or {}
+            return _text(str(meta.get(str(args.get("key", "")), "")))
         if name == "mutate":
             st.mutated = True
             await st.bus.publish(ToolsListChanged())

@@ -22,6 +22,8 @@ from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 
+from .propagation import OUTBOUND_TRACEPARENT
+
 __all__ = ["Era", "ModernOnlyServer", "UpstreamSession", "handshake"]
 
 Era = Literal["auto", "legacy", "modern"]
@@ -63,6 +65,11 @@ class UpstreamSession(ClientSession):
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if meta:
             params["_meta"] = dict(meta)
+        traceparent = OUTBOUND_TRACEPARENT.get()
+        if traceparent is not None:
+            # W3C trace context goes unprefixed in `_meta` (OpenTelemetry MCP conventions, SEP-414);
+            # the upstream call is a child of this gateway's span, not of the caller's.
+            params["_meta"] = {**params.get("_meta", {}), "traceparent": traceparent}
         data: dict[str, Any] = {"method": "tools/call", "params": params}
         opts: CallOptions = {}
         if on_progress is not None:
