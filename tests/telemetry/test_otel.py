@@ -14,10 +14,10 @@ import mcp.types as types
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
-from gateway_support import echo_server_config, gateway_stdio_params, write_config  # noqa: E402
-from mcp import Client  # noqa: E402
+from gateway_support import echo_server_config, gateway_stdio_params, write_config
+from mcp import Client
 
-from checkrein.testing.otlp_receiver import OtlpReceiver  # noqa: E402
+from checkrein.testing.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.anyio
 

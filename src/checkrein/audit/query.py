@@ -13,7 +13,7 @@ import re
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +41,7 @@ __all__ = [
     "follow_events",
     "parse_since",
     "query_events",
+    "stats_of_events",
 ]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d)\Z")
@@ -274,6 +275,11 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
     every degradation counted (per-call `degraded` names and the trail's own lifecycle events);
     ``registry`` is the metrics snapshot the last ``gateway.stop`` event recorded (as ``/stats``)."""
     _require_dir(directory)
+    return stats_of_events(_scan(directory), flt)
+
+
+def stats_of_events(source: Iterable[dict[str, Any]], flt: EventFilter | None = None) -> dict[str, Any]:
+    """`audit_stats` over any stream of events in order (a directory, or Postgres across replicas)."""
     flt = flt or EventFilter()
     calls: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
@@ -286,7 +292,7 @@ def audit_stats(directory: Path, flt: EventFilter | None = None) -> dict[str, An
     events = checkpoints = 0
     first = last = None
     registry: dict[str, Any] = {}
-    for e in _scan(directory):
+    for e in source:
         events += 1
         kind = e.get("type")
         if kind == "checkpoint":

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -36,6 +36,9 @@ from .signing import CheckpointSigner, SigningKey
 from .sqlite_index import SqliteIndex
 from .witness import WitnessTransport
 from .writer import COUNTER_NAMES, Item, Waiter, Writer
+
+if TYPE_CHECKING:
+    from .shipper import PostgresShipper
 
 __all__ = ["DEFAULT_DIR_NAME", "AuditTrailImpl", "open_audit_trail", "resolve_audit_dir"]
 
@@ -65,6 +68,7 @@ class AuditTrailImpl:
         """The C2SP origin of this log's checkpoints (None when unsigned)."""
         self.vkey: str | None = None
         """The signed-note verifier key a witness operator needs (None when unsigned)."""
+        self._shipper: PostgresShipper | None = None
 
     # --- AuditTrail protocol ----------------------------------------------------------------------
 
@@ -121,6 +125,8 @@ class AuditTrailImpl:
         writer.request_stop()
         await anyio.to_thread.run_sync(writer.join, abandon_on_cancel=True)
         await anyio.to_thread.run_sync(self._close_publisher, abandon_on_cancel=True)
+        if self._shipper is not None:
+            await anyio.to_thread.run_sync(self._shipper.stop, abandon_on_cancel=True)
 
     def close(self) -> None:
         """Synchronous `aclose` for scripts and tests outside an event loop."""
@@ -140,6 +146,8 @@ class AuditTrailImpl:
         self._publisher.close(max(self.settings.close_timeout_s, 2 * w.timeout_s * len(w.urls)) + 1.0)
         if self._transport_owned is not None:
             self._transport_owned.close()
+        if self._shipper is not None:
+            self._shipper.stop()
 
     @property
     def counters(self) -> dict[str, int]:
@@ -148,6 +156,8 @@ class AuditTrailImpl:
         depth = len(self._writer.queue) if self._writer else 0
         out["queue_depth"] = depth
         out["writable"] = int(self.writable())
+        if self._shipper is not None:
+            out.update(self._shipper.stats())
         return out
 
     # --- internals ----------------------------------------------------------------------------
@@ -185,6 +195,16 @@ class AuditTrailImpl:
 
     def _set_writable(self, ok: bool) -> None:
         self._writable = ok
+
+    def _record_from_thread(self, event: str, fields: dict[str, Any]) -> None:
+        """A lifecycle event from a helper thread (the Postgres shipper): queued, never awaited."""
+        writer = self._writer
+        if writer is None or writer.stopped.is_set() or writer.stop_requested:
+            return
+        if len(writer.queue) >= self.settings.max_queue:
+            self._counters["dropped"] += 1
+            return
+        self._enqueue((LifecycleRecord(event, fields), self._clock(), None, ()))
 
 
 def _make_waiter() -> tuple[Waiter, Callable[[], Any]]:
@@ -278,6 +298,8 @@ def open_audit_trail(
     if trail._publisher is not None:
         trail._publisher.start()
     writer.start()
+    if trail._shipper is not None:
+        trail._shipper.start()
     return trail
 
 
@@ -368,6 +390,17 @@ def _prepare_locked(
         publisher=trail._publisher,
     )
     trail._writer = writer
+    if settings.postgres is not None:
+        from .shipper import PostgresShipper
+
+        trail._shipper = PostgresShipper(
+            settings.postgres,
+            directory,
+            chain.log_id,
+            lambda: writer.synced,
+            notify=trail._record_from_thread,
+            close_timeout_s=settings.close_timeout_s,
+        )
     if not writer.initial_flush() and settings.on_failure == "deny":
         writer.close_files()
         raise AuditUnavailable(f"cannot write the audit log in {directory}: {writer.last_error}")

@@ -111,6 +111,10 @@ class Writer(threading.Thread):
         self._last_error = ""
         self._outage_base: dict[str, int] = {}
         self._next_timer = clock() + checkpoint_interval_s
+        self._synced_seq = chain.next_seq
+        self.synced: tuple[int, int, int] = (segment_index, segment_size, chain.next_seq)
+        """(segment index, bytes synced in it, next seq on disk): how far a reader (the Postgres
+        shipper) may read. Replaced as one tuple, so another thread never sees half of it."""
         for body in first_bodies:
             self._seal(body)
 
@@ -266,6 +270,7 @@ class Writer(threading.Thread):
         except OSError as exc:
             self._enter_failing(exc)
             return False
+        self.synced = (self._segment, self._good_size, self._synced_seq)
         return self._flush() if self._pending else True
 
     def close_files(self) -> None:
@@ -298,6 +303,8 @@ class Writer(threading.Thread):
             self._enter_failing(exc)
             return False
         self._good_size += len(data)
+        self._synced_seq += len(self._pending)
+        self.synced = (self._segment, self._good_size, self._synced_seq)
         c = self._c
         c["events_written"] += len(self._pending)
         c["bytes_written"] += len(data)
@@ -336,6 +343,7 @@ class Writer(threading.Thread):
             except OSError as exc:
                 log.warning("closing audit segment failed: %s", exc.strerror)
         self._file, self._segment, self._good_size, self._dirty = new, nxt, 0, False
+        self.synced = (nxt, 0, self._synced_seq)
         self._c["segments_opened"] += 1
         self._seal(self._chain.segment_link(nxt, self._clock()))
         return True

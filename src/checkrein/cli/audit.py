@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +35,11 @@ audit_app = typer.Typer(
 
 _Dir = Annotated[Path, typer.Argument(help="Audit directory ([audit] dir).", show_default=False)]
 _Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+_Postgres = Annotated[str | None, typer.Option(
+    "--postgres", help="DSN of the fleet's audit in Postgres ([audit.postgres] dsn; ${VAR} is expanded).")]
+_Table = Annotated[str, typer.Option("--table", help="Postgres table of the events.")]
+_OptDir = Annotated[Path | None, typer.Argument(help="Audit directory ([audit] dir); omit with --postgres.", show_default=False)]
+DEFAULT_TABLE = "checkrein_audit_events"
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -52,10 +58,13 @@ def verify_cmd(
         "--anchor", help="SEQ:HASH recorded earlier (e.g. a checkpoint's seq and hash); must still be in the log.")] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="The log has no index.sqlite ([audit] sqlite = false).")] = False,
     as_json: _Json = False,
+    postgres: _Postgres = None,
+    table: _Table = DEFAULT_TABLE,
 ) -> None:
     """Check every line, the hash chain, checkpoints, Merkle roots, signatures, segment links and
     the SQLite copy; with --policy also the signed C2SP checkpoints, their cosignatures and quorum,
-    and what each witness with a URL has seen. Exit 0 valid, 1 invalid (first problem and why),
+    and what each witness with a URL has seen; with --postgres, also that Postgres holds exactly this
+    chain (nothing missing, altered or added). Exit 0 valid, 1 invalid (first problem and why),
     2 unreadable/usage, 3 valid but unanchored (no --key, --anchor or --policy: say what it cannot
     detect)."""
     anchors: list[tuple[int, str]] = []
@@ -77,6 +86,8 @@ def verify_cmd(
         if transport is not None:
             transport.close()
     code = 3 if report.exit_code == 0 and not report.anchored else report.exit_code
+    if postgres is not None:
+        _verify_postgres(path, postgres, table, report.exit_code, as_json)
     if as_json:
         print(json.dumps({**report.as_dict(), "exit_code": code}, sort_keys=True))
     elif report.exit_code == 0:
@@ -118,6 +129,47 @@ def _print_valid(report: VerifyReport, code: int) -> None:
         print("sign the log (the default) and verify with --key or --policy; see `checkrein audit vkey`")
 
 
+def _verify_postgres(path: Path, dsn: str, table: str, local_exit: int, as_json: bool) -> None:
+    from checkrein.audit.postgres import pg_verify
+
+    try:
+        pg = pg_verify(path, _dsn(dsn), table=table)
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+    except Exception as exc:  # noqa: BLE001 - psycopg's errors: the server is unreachable or refused
+        raise _fail(f"cannot read Postgres: {type(exc).__name__}: {exc}") from None
+    if as_json:
+        print(json.dumps({"postgres": pg.as_dict()}, sort_keys=True))
+    elif pg.exit_code == 0:
+        behind = f"; {pg.unshipped} not shipped yet" if pg.unshipped else ""
+        print(f"POSTGRES VALID: {pg.rows} rows equal the local chain {pg.log_id}{behind}")
+    elif pg.exit_code == 1:
+        print(
+            f"POSTGRES INVALID: log {pg.log_id}: missing seq {_seqs(pg.missing)}, altered seq {_seqs(pg.altered)}, "
+            f"extra seq {_seqs(pg.extra)}" + (f" ({pg.problem})" if pg.problem else "")
+        )
+    else:
+        print(f"checkrein: cannot verify against Postgres: {pg.problem}", file=sys.stderr)
+    if pg.exit_code != 0 and local_exit == 0:
+        raise typer.Exit(pg.exit_code)
+
+
+def _seqs(values: list[int]) -> str:
+    if not values:
+        return "none"
+    shown = ", ".join(str(v) for v in values[:10])
+    return shown + (f" (+{len(values) - 10} more)" if len(values) > 10 else "")
+
+
+def _dsn(value: str) -> str:
+    from checkrein.config import expand_env
+
+    try:
+        return expand_env(value)
+    except CheckreinError as exc:
+        raise _fail(exc.message) from None
+
+
 def _filter(trace: str | None, session: str | None, tool: str | None, outcome: str | None, since: str | None) -> EventFilter:
     try:
         since_s = parse_since(since) if since else None
@@ -144,7 +196,7 @@ def _one_line(e: dict[str, Any]) -> str:
 
 @audit_app.command("query")
 def query_cmd(
-    directory: _Dir,
+    directory: _OptDir = None,
     trace: Annotated[str | None, typer.Option("--trace", help="Trace id.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Session id.")] = None,
     tool: Annotated[str | None, typer.Option("--tool", help="Glob over exposed or tool name, e.g. 'fs__*'.")] = None,
@@ -152,17 +204,40 @@ def query_cmd(
     since: Annotated[str | None, typer.Option("--since", help="RFC 3339 time or duration back (15m, 2h, 7d).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the last N matches.")] = None,
     as_json: _Json = False,
+    postgres: _Postgres = None,
+    table: _Table = DEFAULT_TABLE,
 ) -> None:
-    """Events matching every filter given, oldest first (JSON Lines with --json)."""
+    """Events matching every filter given, oldest first (JSON Lines with --json); with --postgres,
+    across every replica that ships there."""
     flt = _filter(trace, session, tool, outcome, since)
     try:
-        events = query_events(directory, flt, limit=limit)
+        if postgres is not None:
+            events = _pg_read(lambda dsn: _pg().pg_query_events(dsn, flt, limit=limit, table=table), postgres)
+        elif directory is None:
+            raise _fail("give an audit directory or --postgres DSN")
+        else:
+            events = query_events(directory, flt, limit=limit)
     except CheckreinError as exc:
         raise _fail(exc.message) from None
     except (OSError, sqlite3.Error) as exc:
         raise _fail(f"cannot read {directory}: {exc}") from None
     for e in events:
         print(json.dumps(e, sort_keys=True, ensure_ascii=False) if as_json else _one_line(e))
+
+
+def _pg() -> Any:
+    from checkrein.audit import postgres
+
+    return postgres
+
+
+def _pg_read(read: Callable[[str], Any], dsn: str) -> Any:
+    try:
+        return read(_dsn(dsn))
+    except CheckreinError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - psycopg's errors: the server is unreachable or refused
+        raise _fail(f"cannot read Postgres: {type(exc).__name__}: {str(exc).strip()}") from None
 
 
 @audit_app.command("tail")
@@ -187,14 +262,22 @@ def tail_cmd(
 
 @audit_app.command("stats")
 def stats_cmd(
-    directory: _Dir,
+    directory: _OptDir = None,
     since: Annotated[str | None, typer.Option("--since", help="RFC 3339 time or duration back (15m, 2h, 7d).")] = None,
     as_json: _Json = False,
+    postgres: _Postgres = None,
+    table: _Table = DEFAULT_TABLE,
 ) -> None:
-    """Calls, denials by rule, errors, p50/p99 duration per tool, and every degradation counted."""
+    """Calls, denials by rule, errors, p50/p99 duration per tool, and every degradation counted;
+    with --postgres, across every replica (and events per replica)."""
     flt = _filter(None, None, None, None, since)
     try:
-        stats = audit_stats(directory, flt)
+        if postgres is not None:
+            stats = _pg_read(lambda dsn: _pg().pg_audit_stats(dsn, flt, table=table), postgres)
+        elif directory is None:
+            raise _fail("give an audit directory or --postgres DSN")
+        else:
+            stats = audit_stats(directory, flt)
     except CheckreinError as exc:
         raise _fail(exc.message) from None
     except OSError as exc:
@@ -205,8 +288,9 @@ def stats_cmd(
     print(f"events {stats['events']}  checkpoints {stats['checkpoints']}  calls {stats['calls']}  "
           f"({stats['first_call']} .. {stats['last_call']})")
     for title, key in (("outcomes", "outcomes"), ("calls by kind", "calls_by_kind"), ("denials by rule", "denials_by_rule"),
-                       ("errors by code", "errors_by_code"), ("degraded", "degraded"), ("trail", "trail")):
-        values = stats[key]
+                       ("errors by code", "errors_by_code"), ("degraded", "degraded"), ("trail", "trail"),
+                       ("events by replica (log id)", "replicas")):
+        values = stats.get(key)
         if values:
             print(f"{title}:")
             for name, n in values.items():

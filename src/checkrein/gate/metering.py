@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from checkrein.audit.shipper import SHIPPER_GAUGES
 from checkrein.telemetry import (
     UNKNOWN_TOOL,
     CounterSource,
@@ -42,7 +43,7 @@ __all__ = ["AUDIT_GAUGES", "final_decision", "instrument", "stats_view", "tool_l
 
 log = logging.getLogger("checkrein.gate")
 
-AUDIT_GAUGES = frozenset({"queue_depth", "queue_max_seen", "writable", "sqlite_rows_behind"})
+AUDIT_GAUGES = frozenset({"queue_depth", "queue_max_seen", "writable", "sqlite_rows_behind", *SHIPPER_GAUGES})
 """Audit writer values that go up and down (the rest only count up)."""
 
 
