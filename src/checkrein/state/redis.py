@@ -1,0 +1,182 @@
+"""`RedisState`: the state seam on Redis (or Valkey), for a fleet of replicas.
+
+    budgets   one Lua script checks every limit of a call and, only if all pass, charges them
+              all: a budget of N across the fleet allows N. Time is the Redis server's (``TIME``),
+              so replicas with skewed clocks still share one bucket.
+    records   ``SET key value PX ttl``; ``touch`` is ``PEXPIRE`` (0 when the key is gone)
+    update    ``WATCH`` / ``MULTI`` compare and set, retried when another replica wrote between
+
+Every operation is bounded by ``timeout_s``; a refused connection, a timeout or any Redis error
+raises `StateUnavailable` and is counted per operation in ``errors``. Needs ``checkrein[redis]``.
+Keys of one call's budget live in one Redis: Redis Cluster is not supported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from checkrein.errors import StateUnavailable
+
+from .base import Admission, JsonChange, LimitCheck
+
+__all__ = ["RedisState"]
+
+log = logging.getLogger("checkrein.state")
+
+_ADMIT = """
+local n = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local tokens = {}
+for i = 1, n do
+  local b = 1 + (i - 1) * 4
+  local rate, cap, maxc = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  if rate > 0 then
+    local h = redis.call('HMGET', KEYS[2 * i - 1], 't', 'u')
+    local tk = cap
+    if h[1] then
+      tk = math.min(cap, tonumber(h[1]) + math.max(0, now - tonumber(h[2])) * rate)
+    end
+    if tk < 1 - 1e-9 then
+      return {i, 'rate', tostring((1 - tk) / rate)}
+    end
+    tokens[i] = tk
+  end
+  if maxc > 0 then
+    local used = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
+    if used >= maxc then
+      return {i, 'cap', '0'}
+    end
+  end
+end
+for i = 1, n do
+  local b = 1 + (i - 1) * 4
+  local rate, cap, maxc, ttl = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  if rate > 0 then
+    redis.call('HSET', KEYS[2 * i - 1], 't', tostring(tokens[i] - 1), 'u', tostring(now))
+    redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((cap / rate + 1) * 1000))
+  end
+  if maxc > 0 then
+    redis.call('INCR', KEYS[2 * i])
+    redis.call('PEXPIRE', KEYS[2 * i], math.ceil(ttl * 1000))
+  end
+end
+return {0, '', '0'}
+"""
+
+_ERRORS = (redis.exceptions.RedisError, OSError, TimeoutError)
+
+
+class RedisState:
+    name = "redis"
+
+    def __init__(self, url: str, *, prefix: str = "checkrein:", timeout_s: float = 0.5) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.timeout_s = timeout_s
+        self._r = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry_on_timeout=False,
+            health_check_interval=0,
+            decode_responses=False,
+        )
+        self._admit = self._r.register_script(_ADMIT)
+        self.ops = 0
+        self.errors: dict[str, int] = {}
+        self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+
+    def _k(self, key: str) -> str:
+        return self.prefix + key
+
+    async def _run(self, op: str, fn: Any) -> Any:
+        self.ops += 1
+        try:
+            with anyio.fail_after(self.timeout_s * 2):
+                return await fn()
+        except StateUnavailable:
+            raise
+        except _ERRORS as exc:
+            self.errors[op] = self.errors.get(op, 0) + 1
+            raise StateUnavailable(f"redis {op} failed: {type(exc).__name__}: {str(exc)[:200]}") from exc
+
+    async def admit(self, checks: Sequence[LimitCheck]) -> Admission:
+        if not checks:
+            return Admission(True)
+        keys: list[str] = []
+        args: list[Any] = [len(checks)]
+        for i, c in enumerate(checks):
+            keys.append(self._k(c.bucket_key) if c.bucket_key else self._k(f"none:{i}:b"))
+            keys.append(self._k(c.session_key) if c.session_key else self._k(f"none:{i}:s"))
+            rate = c.rate_per_s if c.bucket_key else 0.0
+            maxc = c.max_calls if c.session_key else 0
+            args += [repr(float(rate)), repr(float(c.capacity)), str(int(maxc)), repr(float(c.session_ttl_s))]
+        raw = await self._run("admit", lambda: self._admit(keys=keys, args=args))
+        index, kind, wait = int(raw[0]), raw[1], float(raw[2])
+        if index == 0:
+            return Admission(True)
+        kind_s = kind.decode() if isinstance(kind, bytes) else str(kind)
+        return Admission(False, index - 1, "rate" if kind_s == "rate" else "cap", wait)
+
+    async def get(self, key: str) -> Any | None:
+        raw = await self._run("get", lambda: self._r.get(self._k(key)))
+        return None if raw is None else json.loads(raw)
+
+    async def put(self, key: str, value: Any, ttl_s: float) -> None:
+        data = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        await self._run("put", lambda: self._r.set(self._k(key), data, px=max(1, int(ttl_s * 1000))))
+
+    async def touch(self, key: str, ttl_s: float) -> bool:
+        return bool(await self._run("touch", lambda: self._r.pexpire(self._k(key), max(1, int(ttl_s * 1000)))))
+
+    async def delete(self, key: str) -> None:
+        await self._run("delete", lambda: self._r.delete(self._k(key)))
+
+    async def update(self, key: str, change: JsonChange, ttl_s: float) -> Any:
+        k = self._k(key)
+        ttl_ms = max(1, int(ttl_s * 1000))
+
+        async def attempt() -> Any:
+            async with self._lock_of(key), self._r.pipeline(transaction=True) as pipe:
+                for n in range(64):
+                    if n:
+                        await anyio.sleep(random.uniform(0, 0.002 * min(n, 10)))
+                    try:
+                        await pipe.watch(k)
+                        raw = await pipe.get(k)
+                        new = change(None if raw is None else json.loads(raw))
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.set(k, json.dumps(new, sort_keys=True, separators=(",", ":")), px=ttl_ms)
+                        await pipe.execute()
+                        return new
+                    except redis.exceptions.WatchError:
+                        continue  # another replica wrote first: read again
+            raise StateUnavailable(f"redis update of {key!r} kept conflicting")
+
+        return await self._run("update", attempt)
+
+    def _lock_of(self, key: str) -> anyio.Lock:
+        """One update per key at a time in this replica, so only other replicas contend."""
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return lock
+
+    async def ping(self) -> None:
+        await self._run("ping", self._r.ping)
+
+    async def aclose(self) -> None:
+        try:
+            await self._r.aclose()
+        except _ERRORS:
+            log.debug("closing the redis client failed", exc_info=True)

@@ -1,0 +1,25 @@
+"""Fixtures for the state tests: a real redis-server (`.ci/services.sh`'s, or our own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from checkrein.testing.services import RedisServer, shared_redis_url
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    shared = shared_redis_url()
+    if shared is not None:
+        yield shared
+        return
+    with RedisServer.start(Path(tmp_path_factory.mktemp("redis"))) as server:
+        yield server.url
