@@ -33,6 +33,7 @@ from checkrein.errors import CheckreinError, ConfigError
 from checkrein.gate.factory import NullAuditTrail, build_gate, default_audit
 from checkrein.gate.pipeline import Gate
 from checkrein.policy.governance import unmatched_patterns
+from checkrein.state import SharedState
 
 __all__ = ["register"]
 
@@ -225,7 +226,21 @@ async def _serve_started(
         if ui_dir is not None:
             _err(f"checkrein: audit web view on http://{shown}:{bound}/ui/ (same token as /mcp)")
 
-    await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir)
+    shared = _shared_state(config)
+    try:
+        await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir, state=shared)
+    finally:
+        if shared is not None:
+            await shared.aclose()
+
+
+def _shared_state(config: Config) -> SharedState | None:
+    """`[state]` for HTTP sessions (Redis): None when the gateway keeps them in process."""
+    if config.state.url is None:
+        return None
+    from checkrein.state import build_state
+
+    return build_state(config)
 
 
 async def _start_metrics(tg: anyio.abc.TaskGroup, gate: Gate, host: str, port: int) -> None:

@@ -36,7 +36,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from checkrein.gate.grants import identity_key
 from checkrein.gate.metering import stats_view
 from checkrein.gate.pipeline import Gate
-from checkrein.telemetry import PROMETHEUS_CONTENT_TYPE
+from checkrein.state import SharedState
+from checkrein.telemetry import PROMETHEUS_CONTENT_TYPE, CounterSource
 
 from .auth import LOOPBACK_HOSTS, Authenticator, origin_allowed
 from .context import IDENTITY_SCOPE_KEY, CallFactory
@@ -115,10 +116,16 @@ async def _error(send: Send, status: int, error: str, message: str, *, bearer: b
 
 
 def build_http_app(
-    gate: Gate, *, host: str = "127.0.0.1", auth: Authenticator | None = None, ui_dir: Path | None = None
+    gate: Gate,
+    *,
+    host: str = "127.0.0.1",
+    auth: Authenticator | None = None,
+    ui_dir: Path | None = None,
+    state: SharedState | None = None,
 ) -> ASGIApp:
     """The ASGI app: ``/mcp`` (Streamable HTTP, both protocol eras) and ``GET /health``; with
-    ``ui_dir``, the web view of that audit directory under ``/ui/``.
+    ``ui_dir``, the web view of that audit directory under ``/ui/``. With a shared ``state``
+    (Redis), sessions opened on one replica continue on any other.
 
     Raises ``ConfigError`` when a configured token refers to an unset environment variable.
     """
@@ -156,15 +163,21 @@ def build_http_app(
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else [],
         allowed_origins=origins,
     )
-    inner = front.server.streamable_http_app(
-        host=host,
-        transport_security=security,
-        custom_starlette_routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/stats", stats, methods=["GET"]),
-            Route("/metrics", metrics, methods=["GET"]),
-        ],
-    )
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    inner: ASGIApp
+    if state is None:
+        inner = front.server.streamable_http_app(host=host, transport_security=security, custom_starlette_routes=routes)
+    else:  # a fleet: sessions live in the shared state, any replica continues them
+        from .sessions import fleet_http_app
+
+        inner, manager = fleet_http_app(front.server, security, routes, state, replica=gate.telemetry.instance_id)
+        gate.telemetry.metrics.add_source(
+            CounterSource("http", lambda: manager.counters, gate.telemetry.metrics.scrape_errors, help_text="HTTP sessions")
+        )
     if ui_dir is None:
         return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
     from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS
@@ -203,10 +216,11 @@ async def serve_http(
     sock: socket.socket | None = None,
     on_ready: Callable[[int], Awaitable[None]] | None = None,
     ui_dir: Path | None = None,
+    state: SharedState | None = None,
 ) -> None:
     """Serve ``gate`` (already started) over HTTP until cancelled (with the audit view of
     ``ui_dir`` under ``/ui/`` when given)."""
-    app = build_http_app(gate, host=host, ui_dir=ui_dir)
+    app = build_http_app(gate, host=host, ui_dir=ui_dir, state=state)
     sock = sock or bind_socket(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
