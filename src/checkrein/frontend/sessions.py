@@ -47,7 +47,7 @@ from mcp_types import INTERNAL_ERROR, InitializeRequestParams
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from checkrein.errors import StateUnavailable
 from checkrein.policy import Identity
@@ -171,17 +171,27 @@ class FleetSessionManager(StreamableHTTPSessionManager):
             return
         connections: list[Connection] = []
         established = False
+        published = False
+
+        async def publish_first(message: Message) -> None:
+            # Before the first bytes of the initialize result leave: the client cannot send its
+            # next request (perhaps to another replica) before the record exists.
+            nonlocal published
+            if not published and message["type"] == "http.response.body" and message.get("body") and connections:
+                published = True
+                if connections[0].client_params is not None:
+                    await self._publish(sid, owner, connections[0])
+            await send(message)
+
         try:
             assert self._task_group is not None
             await self._task_group.start(self._run_session, transport, None, connections)
-            status = await _send_and_report_status(transport.handle_request, scope, receive, send)
+            status = await _send_and_report_status(transport.handle_request, scope, receive, publish_first)
             established = status is not None and status < 400
         finally:
             if not established:
                 await self._discard_session(sid, transport)
                 self._owners.pop(sid, None)
-        if established and connections:
-            await self._publish(sid, owner, connections[0])
 
     async def _publish(self, sid: str, owner: str, connection: Connection) -> None:
         params = connection.client_params
