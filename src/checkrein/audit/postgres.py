@@ -21,7 +21,7 @@ from typing import Any
 
 from checkrein.errors import AuditError
 
-from .query import EventFilter, stats_of_events
+from .query import EventFilter, filter_sql, stats_of_events
 from .segments import iter_lines, list_segments
 
 __all__ = [
@@ -126,17 +126,10 @@ def insert_rows(conn: Any, table: str, rows: Sequence[tuple[Any, ...]]) -> int:
 
 
 def _where(flt: EventFilter, log_id: str | None) -> tuple[str, list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if flt.calls_only or flt.trace or flt.session or flt.outcome or flt.tool:
-        where.append("type = 'call'")
-    for column, value in (("trace_id", flt.trace), ("session_id", flt.session), ("outcome", flt.outcome), ("log_id", log_id)):
-        if value is not None:
-            where.append(f"{column} = %s")
-            params.append(value)
-    if flt.since is not None:
-        where.append("time >= %s::timestamptz")
-        params.append(flt.since)
+    where, params = filter_sql(flt, "%s", "::timestamptz", server="server", user="event->'identity'->>'user'")
+    if log_id is not None:
+        where.append("log_id = %s")
+        params.append(log_id)
     return (" WHERE " + " AND ".join(where)) if where else "", params
 
 

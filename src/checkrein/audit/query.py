@@ -201,9 +201,12 @@ def _read_only(index: Path) -> Iterator[sqlite3.Connection]:
         db.close()
 
 
-def _where(flt: EventFilter) -> tuple[str, list[Any]]:
-    """The WHERE clause (with a leading space, or empty) of ``flt`` over the index. The server and
-    user conditions repeat the index expressions verbatim, so SQLite uses those indexes."""
+def filter_sql(
+    flt: EventFilter, placeholder: str = "?", time_cast: str = "", *, server: str = SERVER_EXPR, user: str = USER_EXPR
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions and parameters for every field of ``flt`` but the tool glob (SQLite: ``?``
+    and the index expressions for server and user, repeated verbatim so SQLite uses those indexes;
+    Postgres: ``%s``, ``::timestamptz`` and its own columns)."""
     where: list[str] = []
     params: list[Any] = []
     # Only calls have a trace, session, outcome or rule: with one of those `type` is left out, so
@@ -213,20 +216,26 @@ def _where(flt: EventFilter) -> tuple[str, list[Any]]:
     if flt.tool or flt.server or flt.user or (flt.calls_only and not implied):
         where.append("type = 'call'")
     for column, value in (("trace_id", flt.trace), ("session_id", flt.session), ("outcome", flt.outcome),
-                          (SERVER_EXPR, flt.server), (USER_EXPR, flt.user)):
+                          (server, flt.server), (user, flt.user)):
         if value is not None:
-            where.append(f"{column} = ?")
+            where.append(f"{column} = {placeholder}")
             params.append(value)
     if flt.rule is not None:
         # Every call has one of the few outcomes: spelled out, they let SQLite seek the
         # (outcome, rule_id) index once per outcome instead of scanning.
-        where.append(f"outcome IN ({', '.join('?' * len(OUTCOMES))}) AND rule_id = ?")
+        where.append(f"outcome IN ({', '.join([placeholder] * len(OUTCOMES))}) AND rule_id = {placeholder}")
         params += [*OUTCOMES, flt.rule]
-    for cond, bound in (("time >= ?", flt.since), ("time <= ?", flt.until), ("seq > ?", flt.after_seq),
-                        ("seq < ?", flt.before_seq)):
+    for cond, bound in ((f"time >= {placeholder}{time_cast}", flt.since), (f"time <= {placeholder}{time_cast}", flt.until),
+                        (f"seq > {placeholder}", flt.after_seq), (f"seq < {placeholder}", flt.before_seq)):
         if bound is not None:
             where.append(cond)
             params.append(bound)
+    return where, params
+
+
+def _where(flt: EventFilter) -> tuple[str, list[Any]]:
+    """The WHERE clause (with a leading space, or empty) of ``flt`` over the index."""
+    where, params = filter_sql(flt)
     if flt.tool is not None:
         where.append("(exposed_name GLOB ? OR tool GLOB ?)")
         params += [flt.tool, flt.tool]
