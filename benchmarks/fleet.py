@@ -109,13 +109,86 @@ def run_target(name: str, root: Path, args: argparse.Namespace, **fleet_kw: obje
     return row
 
 
+async def micro_redis(url: str, n: int) -> dict[str, float]:
+    """One budget check-and-charge (Lua) and one session touch (PEXPIRE), one at a time."""
+    from checkrein.state import LimitCheck
+    from checkrein.state.redis import RedisState
+
+    state = RedisState(url, prefix="bench:", timeout_s=5)
+    checks = [LimitCheck(bucket_key="b:tool", rate_per_s=1e9, capacity=1e9, session_key="b:s", max_calls=10**9)]
+    await state.put("session:x", {"owner": "x"}, 600)
+    out: dict[str, float] = {}
+    for name, op in (("admit", lambda: state.admit(checks)), ("touch", lambda: state.touch("session:x", 600))):
+        for _ in range(200):
+            await op()
+        lat = []
+        for _ in range(n):
+            t = time.perf_counter()
+            await op()
+            lat.append(time.perf_counter() - t)
+        out[f"redis_{name}_p50_us"] = pct(lat, 50) * 1000
+        out[f"redis_{name}_p99_us"] = pct(lat, 99) * 1000
+    await state.aclose()
+    return out
+
+
+def micro_postgres(dsn: str, root: Path, n: int) -> dict[str, float]:
+    """CPU of this process per audit event, writing n events with and without shipping them."""
+    from checkrein.audit import CallRecord, open_audit_trail
+    from checkrein.config import AuditSettings
+    from checkrein.config.fleet import PostgresAuditSettings
+
+    rec = CallRecord("tool", "t" * 32, "s" * 16, None, "sess", {"user": "bench", "roles": [], "source": "stdio", "client": None},
+                     None, "echo", "echo", "echo__echo", "sha256:00", {"text": "x" * 40},
+                     {"effect": "allow", "rule_id": "r", "reasons": [], "risk": "low", "approval": None}, "ok", None, 1.0,
+                     {"content": [{"type": "text", "text": "x" * 40}]})
+    import psycopg  # noqa: F401 - imported once up front: its import is not a per-event cost
+
+    out: dict[str, float] = {}
+    table = f"bench_{int(time.time())}"
+    variants = [("warmup", PostgresAuditSettings(dsn=dsn, table=table)), ("local", None),
+                ("shipped", PostgresAuditSettings(dsn=dsn, table=table))]
+    for label, pg in variants:
+        d = root / f"micro-{label}"
+        settings = AuditSettings(dir=str(d), postgres=pg, checkpoint_every=1000)
+
+        async def run(settings: AuditSettings = settings, d: Path = d) -> None:
+            trail = open_audit_trail(settings, d.parent)
+            for _ in range(n):
+                await trail.record_call(rec)
+            await trail.aclose()
+
+        t = time.process_time()
+        anyio.run(run)
+        if label != "warmup":
+            out[f"audit_cpu_us_per_event_{label}"] = (time.process_time() - t) / n * 1e6
+    out["postgres_cpu_us_per_event"] = out["audit_cpu_us_per_event_shipped"] - out["audit_cpu_us_per_event_local"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=300, help="calls per client")
     ap.add_argument("--clients", type=int, default=8, help="concurrent sessions")
     ap.add_argument("--replicas", default="1,2,4", help="fleet sizes with Redis and Postgres")
+    ap.add_argument("--micro", type=int, default=3000, help="operations for the per-call Redis/Postgres costs (0: skip)")
+    ap.add_argument("--micro-only", action="store_true", help="only the per-call costs")
     args = ap.parse_args()
     sizes = [int(x) for x in args.replicas.split(",") if x]
+    if args.micro:
+        from checkrein.testing.services import PostgresServer, RedisServer
+
+        with tempfile.TemporaryDirectory(prefix="checkrein-fleet-micro-") as tmp:
+            with RedisServer.start(Path(tmp) / "redis") as redis:
+                costs = anyio.run(micro_redis, redis.url, args.micro)
+            with PostgresServer.start() as pg:
+                costs.update(micro_postgres(pg.dsn, Path(tmp), args.micro))
+        print("per-call costs (one at a time, loopback):")
+        for k, v in costs.items():
+            print(f"  {k:<36} {v:>9.1f}")
+        print(json.dumps(costs), flush=True)
+        if args.micro_only:
+            return
     print(f"fleet benchmark: {args.clients} clients x {args.calls} calls of echo, nginx round robin, one upstream")
     rows = []
     with tempfile.TemporaryDirectory(prefix="checkrein-fleet-bench-") as tmp:

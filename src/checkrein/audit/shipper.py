@@ -160,13 +160,13 @@ class PostgresShipper(threading.Thread):
         lines, nxt = self._read_batch()
         if not lines:
             return False
-        from .postgres import insert_rows, rows_of
+        from .postgres import insert_lines, valid_lines
 
-        rows, bad = rows_of(lines, self.log_id)
+        rows, bad = valid_lines(lines)
         try:
             if self._conn is None:
                 self._open()
-            new = insert_rows(self._conn, self.settings.table, rows)
+            new = insert_lines(self._conn, self.settings.table, self.log_id, rows)
         except Exception as exc:  # noqa: BLE001 - any failure: keep the lines on disk, retry later
             self._failed(exc)
             return False
