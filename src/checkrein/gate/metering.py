@@ -64,9 +64,10 @@ def tool_label(out: CallOutcome) -> str:
         return UNKNOWN_TOOL
     if call.kind == "tool":
         return call.exposed_name if out.ctx.entry is not None else UNKNOWN_TOOL
-    if call.kind == "resource":
-        return f"{call.server}:resources" if call.server else UNKNOWN_TOOL
-    return call.exposed_name if call.server else UNKNOWN_TOOL
+    if call.kind == "prompt":
+        return call.exposed_name if call.server else UNKNOWN_TOOL
+    # Resource URIs, completions, listings: client-chosen names; the server is the bounded label.
+    return f"{call.server}:{call.kind}" if call.server else f"({call.kind})"
 
 
 _SPAN: contextvars.ContextVar[CallSpan | None] = contextvars.ContextVar("checkrein_call_span", default=None)

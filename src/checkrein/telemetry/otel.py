@@ -56,7 +56,14 @@ log = logging.getLogger("checkrein.telemetry")
 _NEXT_IDS: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("checkrein_next_ids", default=None)
 """(trace id, span id) the next span started in this context must take (the audit's ids)."""
 
-_METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
+_METHODS = {
+    "tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get", "completion": "completion/complete",
+    "subscribe": "resources/subscribe", "unsubscribe": "resources/unsubscribe",
+}
+
+
+def _method(kind: str) -> str:
+    return _METHODS.get(kind, kind)
 
 
 class _CallIds(IdGenerator):
@@ -78,7 +85,7 @@ class _CallIds(IdGenerator):
 
 
 def _attributes(facts: CallFacts, *, name: str) -> dict[str, Any]:
-    method = _METHODS[facts.kind]
+    method = _method(facts.kind)
     attrs: dict[str, Any] = {"mcp.method.name": method, "network.transport": "pipe" if facts.transport == "stdio" else "tcp"}
     if facts.session_id:
         attrs["mcp.session.id"] = facts.session_id
@@ -87,14 +94,14 @@ def _attributes(facts: CallFacts, *, name: str) -> dict[str, Any]:
         attrs["gen_ai.operation.name"] = "execute_tool"
     elif facts.kind == "prompt":
         attrs["gen_ai.prompt.name"] = name
-    else:
+    elif facts.kind in ("resource", "subscribe", "unsubscribe"):
         attrs["mcp.resource.uri"] = name
     return attrs
 
 
 def _span_name(kind: str, name: str) -> str:
-    method = _METHODS[kind]
-    return method if kind == "resource" else f"{method} {name}"
+    method = _method(kind)
+    return f"{method} {name}" if kind in ("tool", "prompt") else method
 
 
 def _traceparent(ctx: SpanContext) -> str:
@@ -144,7 +151,7 @@ class _CallSpan:
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR, facts.message or error_type))
         span.end()
-        attrs = {"mcp.method.name": _METHODS[self._facts.kind], "checkrein.outcome": facts.outcome}
+        attrs = {"mcp.method.name": _method(self._facts.kind), "checkrein.outcome": facts.outcome}
         if self._facts.kind == "tool" and facts.tool_label:
             attrs["gen_ai.tool.name"] = facts.tool_label
         if error_type is not None:

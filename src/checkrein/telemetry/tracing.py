@@ -6,7 +6,7 @@ Kept free of OpenTelemetry imports, so a gateway without ``checkrein[otel]`` nev
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 __all__ = ["CallFacts", "CallSpan", "FinishFacts", "Tracing", "UpstreamSpan"]
 
@@ -15,7 +15,8 @@ __all__ = ["CallFacts", "CallSpan", "FinishFacts", "Tracing", "UpstreamSpan"]
 class CallFacts:
     """What is known when a request arrives (ids as lowercase hex)."""
 
-    kind: Literal["tool", "resource", "prompt"]
+    kind: str
+    """``tool``, ``resource``, ``prompt`` (and whatever other request kinds the gate audits)."""
     name: str
     """Exposed tool or prompt name, or the exposed resource URI."""
     session_id: str
