@@ -119,23 +119,29 @@ async def test_a_killed_redis_refuses_unknown_sessions_and_recovers(fleet: Fleet
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                "Authorization": f"Bearer {fleet.token}"}
-    async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
-        r = await http.post(fleet.replica_urls[0] + "/mcp", json=init, headers=headers)
-        sid = r.headers["mcp-session-id"]
-        await anyio.to_thread.run_sync(fleet.redis.kill)
-        ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-        with_sid = {**headers, "mcp-session-id": sid, "MCP-Protocol-Version": "2025-11-25"}
-        refused = await http.post(fleet.replica_urls[1] + "/mcp", json=ping, headers=with_sid)
-        assert refused.status_code == 503 and "state.unavailable" in refused.text
-        await anyio.to_thread.run_sync(fleet.redis.restart)
-        # The restarted Redis is empty (no persistence): the session record is gone, so 404, and a
-        # new session works across replicas again.
-        with anyio.fail_after(60):
-            while (await http.post(fleet.replica_urls[1] + "/mcp", json=ping, headers=with_sid)).status_code == 503:
-                await anyio.sleep(0.1)
+    with anyio.fail_after(240):
+        async with client(fleet) as held, httpx2.AsyncClient(timeout=30, trust_env=False) as http:
+            for i in range(4):  # round robin: both replicas now hold this session
+                assert text_of(await held.call_tool("echo__echo", {"text": f"held {i}"})) == f"held {i}"
+            r = await http.post(fleet.replica_urls[0] + "/mcp", json=init, headers=headers)
+            sid = r.headers["mcp-session-id"]  # opened on replica 0 only
+            await anyio.to_thread.run_sync(fleet.redis.kill)
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            with_sid = {**headers, "mcp-session-id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            refused = await http.post(fleet.replica_urls[1] + "/mcp", json=ping, headers=with_sid)
+            assert refused.status_code == 503 and "state.unavailable" in refused.text
+            for i in range(2):  # a session both replicas hold goes on while Redis is down
+                assert text_of(await held.call_tool("echo__echo", {"text": f"down {i}"})) == f"down {i}"
+            await anyio.to_thread.run_sync(fleet.redis.restart)
+            # The restarted Redis is empty (no persistence): the replicas write the records of the
+            # sessions they hold again, so the held session goes on across both replicas.
+            for i in range(4):
+                assert text_of(await held.call_tool("echo__echo", {"text": f"after {i}"})) == f"after {i}"
+    republished = [(await stats(fleet, i))["metrics"].get("checkrein_http_sessions_republished_total", 0) for i in range(2)]  # type: ignore[union-attr]
+    assert sum(republished) >= 1
     with anyio.fail_after(90):
-        async with client(fleet) as c:
-            assert text_of(await c.call_tool("echo__echo", {"text": "after"})) == "after"
+        async with client(fleet) as c:  # and a new session works across replicas again
+            assert text_of(await c.call_tool("echo__echo", {"text": "new"})) == "new"
             assert text_of(await c.call_tool("echo__echo", {"text": "again"})) == "again"
 
 

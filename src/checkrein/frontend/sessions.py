@@ -8,10 +8,11 @@ looks the record up and *adopts* the session: it builds the transport under that
 connection that is already initialized with the recorded parameters, then serves the request.
 
     new session (no id)        as the SDK, then ``session:<id>`` = record (TTL: the idle timeout)
-    id held here               the record is touched (a DELETE on another replica removed it:
-                               this copy is dropped too, 404); the caller must be the owner
+    id held here               the caller must be the owner; the record is read: a tombstone (a
+                               DELETE on any replica) drops this copy too (404); a record Redis
+                               lost (restarted empty) is written again from this copy
     id not held here           record found and caller is its owner: adopt, serve; else 404
-    DELETE                     the transport ends and the record is deleted fleet-wide
+    DELETE                     the transport ends and the record becomes a tombstone fleet-wide
     shared state unavailable   unknown ids get 503 (``state.unavailable``); sessions held here
                                go on (counted: ``sessions_unverified``)
 
@@ -76,8 +77,11 @@ class FleetSessionManager(StreamableHTTPSessionManager):
         self.counters: dict[str, int] = {
             "sessions_opened": 0, "sessions_adopted": 0, "sessions_not_found": 0, "sessions_wrong_owner": 0,
             "sessions_unshared": 0, "sessions_unverified": 0, "sessions_state_refusals": 0, "sessions_closed_elsewhere": 0,
+            "sessions_republished": 0,
         }
         self._owners: dict[str, str] = {}
+        self._records: dict[str, dict[str, Any]] = {}
+        self._refreshed: dict[str, float] = {}
 
     @staticmethod
     def _key(session_id: str) -> str:
@@ -96,15 +100,10 @@ class FleetSessionManager(StreamableHTTPSessionManager):
                 self.counters["sessions_wrong_owner"] += 1
                 await _error_response("Session not found", 404)(scope, receive, send)
                 return
-            try:
-                alive = await self.state.touch(self._key(sid), self.ttl_s)
-            except StateUnavailable:
-                self.counters["sessions_unverified"] += 1
-                alive = True  # held here and owned by the caller: serve; other replicas cannot adopt it now
-            if not alive:
+            if not await self._still_open(sid):
                 self.counters["sessions_closed_elsewhere"] += 1
                 await self._discard_session(sid, transport)
-                self._owners.pop(sid, None)
+                self._forget(sid)
                 await _error_response("Session not found", 404)(scope, receive, send)
                 return
             await self._serve(sid, transport, scope, receive, send)
@@ -115,7 +114,7 @@ class FleetSessionManager(StreamableHTTPSessionManager):
             self.counters["sessions_state_refusals"] += 1
             await _error_response("Session state unavailable (state.unavailable)", 503, INTERNAL_ERROR)(scope, receive, send)
             return
-        if not isinstance(record, dict):
+        if not isinstance(record, dict) or record.get("closed"):
             self.counters["sessions_not_found"] += 1
             await _error_response("Session not found", 404)(scope, receive, send)
             return
@@ -131,20 +130,47 @@ class FleetSessionManager(StreamableHTTPSessionManager):
                 await self._task_group.start(self._run_session, transport, record)
                 self._server_instances[sid] = transport
                 self._owners[sid] = owner
+                self._records[sid] = record
+                self._refreshed[sid] = time.monotonic()
                 self.counters["sessions_adopted"] += 1
                 log.info("adopted session %s (opened on %s)", sid[:12], record.get("replica"))
-        await self.state.touch(self._key(sid), self.ttl_s)
         await self._serve(sid, transport, scope, receive, send)
+
+    async def _still_open(self, sid: str) -> bool:
+        """One read per request: a tombstone means the client ended it (on any replica); a missing
+        record (Redis lost it, e.g. restarted empty) is written again from what this replica holds;
+        the expiry is pushed back now and then, not on every request."""
+        try:
+            record = await self.state.get(self._key(sid))
+            if isinstance(record, dict) and record.get("closed"):
+                return False
+            now = time.monotonic()
+            if record is None and sid in self._records:
+                self.counters["sessions_republished"] += 1
+                await self.state.put(self._key(sid), self._records[sid], self.ttl_s)
+                self._refreshed[sid] = now
+            elif now - self._refreshed.get(sid, 0.0) > self.ttl_s / 4:
+                await self.state.touch(self._key(sid), self.ttl_s)
+                self._refreshed[sid] = now
+        except StateUnavailable:
+            self.counters["sessions_unverified"] += 1  # held here, owned by the caller: serve it
+        return True
+
+    def _forget(self, sid: str) -> None:
+        self._owners.pop(sid, None)
+        self._records.pop(sid, None)
+        self._refreshed.pop(sid, None)
 
     async def _serve(self, sid: str, transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send) -> None:
         await transport.handle_request(scope, receive, send)
         if transport.is_terminated:  # the client ended the session (DELETE): everywhere
+            owner = self._owners.get(sid, "")
             await self._discard_session(sid, transport)
-            self._owners.pop(sid, None)
+            self._forget(sid)
             try:
-                await self.state.delete(self._key(sid))
+                await self.state.put(self._key(sid), {"closed": True, "owner": owner}, self.ttl_s)
             except StateUnavailable:
-                log.warning("could not delete the record of session %s; it expires on its own", sid[:12])
+                log.warning("could not mark session %s closed fleet-wide; other copies expire idle", sid[:12])
 
     def _new_transport(self, sid: str | None) -> StreamableHTTPServerTransport:
         from uuid import uuid4
@@ -191,7 +217,7 @@ class FleetSessionManager(StreamableHTTPSessionManager):
         finally:
             if not established:
                 await self._discard_session(sid, transport)
-                self._owners.pop(sid, None)
+                self._forget(sid)
 
     async def _publish(self, sid: str, owner: str, connection: Connection) -> None:
         params = connection.client_params
@@ -202,6 +228,8 @@ class FleetSessionManager(StreamableHTTPSessionManager):
             "client_params": params.model_dump(mode="json", by_alias=True, exclude_none=True) if params is not None else None,
             "opened": time.time(),
         }
+        self._records[sid] = record
+        self._refreshed[sid] = time.monotonic()
         try:
             await self.state.put(self._key(sid), record, self.ttl_s)
             self.counters["sessions_opened"] += 1
@@ -249,7 +277,7 @@ class FleetSessionManager(StreamableHTTPSessionManager):
                 log.exception("session %s crashed", sid[:12])
             finally:
                 await self._discard_session(sid, transport)
-                self._owners.pop(sid, None)
+                self._forget(sid)
 
 
 def fleet_http_app(
