@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -30,4 +33,72 @@ def otlp() -> Iterator[OtlpReceiver]:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory, otlp: OtlpReceiver) -> Iterator[Fleet]:
     with Fleet.start(tmp_path_factory.mktemp("fleet"), replicas=2, otlp_endpoint=otlp.endpoint, extra=POLICY) as f:
+        yield f
+
+
+class Webhook:
+    """An approval webhook on loopback that allows everything and counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                hook.asked += 1
+                body = json.dumps({"decision": "allow", "reason": "test webhook"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                del format, args
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/approve"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook()
+    try:
+        yield hook
+    finally:
+        hook.server.shutdown()
+        hook.server.server_close()
+
+
+SHARED = """
+[policy]
+allow = ["echo__*"]
+
+[policy.tools."echo__add"]
+approval = "ask"
+
+[approval]
+mode = "webhook"
+webhook_url = "{url}"
+ttl_s = 600
+
+[[budgets.limits]]
+scope = "tool"
+match = "echo__header"
+rate_per_s = 0.0001
+burst = 5
+
+[[budgets.limits]]
+scope = "tool"
+match = "echo__slow"
+max_calls_per_session = 1000
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_fleet(tmp_path_factory: pytest.TempPathFactory, webhook: Webhook) -> Iterator[Fleet]:
+    extra = SHARED.format(url=webhook.url)
+    with Fleet.start(tmp_path_factory.mktemp("shared-fleet"), replicas=2, postgres=False, extra=extra) as f:
         yield f

@@ -78,7 +78,7 @@ async def test_spans_continue_the_callers_trace_and_reach_the_upstream(tmp_path:
     assert refused.attributes["error.type"] == "policy.denied" and refused.status_code == 2  # STATUS_CODE_ERROR
     assert refused.attributes["checkrein.decision.effect"] == "deny"
     assert "mcp.server.operation.duration" in rx.metrics
-    calls = [e for e in audit_events(tmp_path / "audit") if e.get("type") == "call"]
+    calls = [e for e in audit_events(tmp_path / "audit") if e.get("type") == "call" and e.get("kind") == "tool"]
     assert calls[0]["trace_id"] == trace_id and calls[0]["span_id"] == server.span_id  # trace and audit join on ids
 
 
@@ -88,7 +88,7 @@ async def test_without_otel_the_upstream_still_joins_the_audited_trace(tmp_path:
     with anyio.fail_after(60):
         async with Client(gateway_stdio_params(config), mode="legacy", cache=None) as c:  # type: ignore[arg-type]
             got = text_of(await c.call_tool("a__meta", {"key": "traceparent"}, meta={"traceparent": f"00-{trace_id}-{parent}-01"}))
-    (call,) = [e for e in audit_events(tmp_path / "audit") if e.get("type") == "call"]
+    (call,) = [e for e in audit_events(tmp_path / "audit") if e.get("type") == "call" and e.get("kind") == "tool"]
     assert got == f"00-{trace_id}-{call['span_id']}-01" and call["parent_span_id"] == parent
 
 

@@ -160,39 +160,45 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
                 file=config.source,
                 key="gateway.token",
             )
-    shutdown = _Shutdown()
-    async with anyio.create_task_group() as guard:
-        if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
-            guard.start_soon(_stop_on_signal, shutdown)
-        gate = build_gate(config)
-        # One scope around the gate's whole life: its pool's task groups must be entered and left
-        # inside the same scopes. Only a signal during the start cancels it.
-        with anyio.CancelScope() as life:
-            shutdown.enter(life)
-            try:
-                await gate.__aenter__()  # cancelled or failed: it closes what it started, and re-raises
-                shutdown.enter(None)
-                async with anyio.create_task_group() as tg:
-                    shutdown.enter(tg.cancel_scope)
-                    await _serve_started(gate, config, transport, host, port, tg, ui, metrics_port)
-                    tg.cancel_scope.cancel()
-            finally:
-                shutdown.enter(None)
-                if transport is Transport.http:
-                    _ignore_stop_signals()
-                # Also after a failed or interrupted start: the audit closes with its checkpoint.
-                # Shielded only then: no scope may sit between the pool's task groups and their exit.
-                if life.cancel_called:
-                    with anyio.CancelScope(shield=True):
+    shared = _shared_state(config)  # one Redis client for budgets, grants and HTTP sessions
+    try:
+        shutdown = _Shutdown()
+        async with anyio.create_task_group() as guard:
+            if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
+                guard.start_soon(_stop_on_signal, shutdown)
+            gate = build_gate(config, state=shared)
+            # One scope around the gate's whole life: its pool's task groups must be entered and left
+            # inside the same scopes. Only a signal during the start cancels it.
+            with anyio.CancelScope() as life:
+                shutdown.enter(life)
+                try:
+                    await gate.__aenter__()  # cancelled or failed: it closes what it started, and re-raises
+                    shutdown.enter(None)
+                    async with anyio.create_task_group() as tg:
+                        shutdown.enter(tg.cancel_scope)
+                        await _serve_started(gate, config, transport, host, port, tg, ui, metrics_port, shared)
+                        tg.cancel_scope.cancel()
+                finally:
+                    shutdown.enter(None)
+                    if transport is Transport.http:
+                        _ignore_stop_signals()
+                    # Also after a failed or interrupted start: the audit closes with its checkpoint.
+                    # Shielded only then: no scope may sit between the pool's task groups and their exit.
+                    if life.cancel_called:
+                        with anyio.CancelScope(shield=True):
+                            await gate.aclose()
+                    else:
                         await gate.aclose()
-                else:
-                    await gate.aclose()
-        guard.cancel_scope.cancel()
+            guard.cancel_scope.cancel()
+    finally:
+        if shared is not None:
+            with anyio.CancelScope(shield=True):
+                await shared.aclose()
 
 
 async def _serve_started(
     gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup, ui: bool = False,
-    metrics_port: int | None = None,
+    metrics_port: int | None = None, shared: SharedState | None = None,
 ) -> None:
     from checkrein.frontend import serve_http, serve_stdio
     from checkrein.gate.reload import ConfigWatcher
@@ -226,16 +232,11 @@ async def _serve_started(
         if ui_dir is not None:
             _err(f"checkrein: audit web view on http://{shown}:{bound}/ui/ (same token as /mcp)")
 
-    shared = _shared_state(config)
-    try:
-        await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir, state=shared)
-    finally:
-        if shared is not None:
-            await shared.aclose()
+    await serve_http(gate, host=host, port=port, on_ready=ready, ui_dir=ui_dir, state=shared)
 
 
 def _shared_state(config: Config) -> SharedState | None:
-    """`[state]` for HTTP sessions (Redis): None when the gateway keeps them in process."""
+    """`[state]` (Redis) for budgets, grants and HTTP sessions: None when all stay in process."""
     if config.state.url is None:
         return None
     from checkrein.state import build_state

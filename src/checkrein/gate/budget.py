@@ -57,6 +57,19 @@ class _Limit:
         return f"budget:{self.spec.scope}:{self.spec.match}"
 
 
+def compile_limits(settings: BudgetSettings) -> list[_Limit]:
+    """Each limit with its glob compiled and its bucket capacity (``burst``, else ``ceil(rate)``)."""
+    return [
+        _Limit(
+            i,
+            spec,
+            re.compile(fnmatch.translate(spec.match)),
+            float(spec.burst if spec.burst is not None else max(1, math.ceil(spec.rate_per_s or 1))),
+        )
+        for i, spec in enumerate(settings.limits)
+    ]
+
+
 def _key(limit: BudgetLimit, call: ToolCall, separator: str) -> str:
     if limit.scope == "tool":
         return call.exposed_name
@@ -71,15 +84,7 @@ class InProcessBudget:
     def __init__(self, settings: BudgetSettings, *, separator: str = "__", max_sessions: int = 100_000) -> None:
         self.separator = separator
         self.max_sessions = max_sessions
-        self._limits = [
-            _Limit(
-                i,
-                spec,
-                re.compile(fnmatch.translate(spec.match)),
-                float(spec.burst if spec.burst is not None else max(1, math.ceil(spec.rate_per_s or 1))),
-            )
-            for i, spec in enumerate(settings.limits)
-        ]
+        self._limits = compile_limits(settings)
         self._buckets: dict[tuple[int, str], _Bucket] = {}
         self._session_calls: dict[tuple[int, str, str], int] = {}
         self._identity_calls: dict[tuple[int, str, str], _Window] = {}

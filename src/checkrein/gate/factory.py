@@ -5,7 +5,7 @@ Defaults, one line each (other packages replace theirs here):
     upstreams   `UpstreamPool` of `[[servers]]` (list_changed and lifecycle events reach the gate)
     audit       `open_audit_trail` when `[audit] dir` is set, else `NullAuditTrail`
     approver    `build_approver([approval])`, with elicitation through the frontend's sessions
-    budget      `InProcessBudget([budgets])` when limits are configured, else none
+    budget      `InProcessBudget([budgets])` when limits are configured (`SharedBudget` on `[state]`), else none
     inspector   `DefaultInspector([policy.results])`
     telemetry   `build_telemetry([telemetry])`: the metrics registry, OTLP export when configured
 
@@ -22,13 +22,16 @@ from typing import Any
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
 from checkrein.config import LAUNCH, WEBHOOK, Config, ServerConfig
 from checkrein.policy import ResultInspector
+from checkrein.state import FallbackState, SharedState, build_state
 from checkrein.telemetry import Telemetry, build_telemetry
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
+from .metering import watch_state
 from .pipeline import Gate
 from .relay import GateRelay
 from .seams import Approver, Budget
+from .shared import SharedBudget, SharedGrants
 
 __all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
 
@@ -93,8 +96,12 @@ def build_gate(
     budget: Budget | None = None,
     inspector: ResultInspector | None = None,
     telemetry: Telemetry | None = None,
+    state: SharedState | None = None,
 ) -> Gate:
     """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
+
+    ``state`` is where budgets and approval grants live when `[state] url` is set (default: built
+    from the config; pass it to share one client with the HTTP frontend and to close it yourself).
 
     Raises ``ConfigError`` (e.g. an unset variable in a server's launch fields or the webhook's
     headers, let through by a loader told they were unused) and the errors of `default_audit`.
@@ -120,15 +127,31 @@ def build_gate(
         config.require_resolved(LAUNCH, "starting the servers")
         servers = [resolve_python(s) for s in config.servers]
         upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay)
-    elicitor = SessionElicitor()
-    if approver is None:
-        approver = build_approver(config.approval, clock=time.time, elicitor=elicitor)
-    if budget is None and config.budgets.limits:
-        budget = InProcessBudget(config.budgets, separator=config.gateway.separator)
-    if inspector is None:
-        inspector = DefaultInspector(config.policy.results)
     if telemetry is None:
         telemetry = build_telemetry(config)  # before the audit opens: a config error leaks nothing
+
+    async def state_fallback(op: str, why: str) -> None:
+        # `[state] on_unavailable = "local"`: every use is audited (a budget then holds per replica).
+        if gate is not None:
+            await gate.record_lifecycle("state.fallback", {"op": op, "error": why})
+
+    if state is None and config.state.url is not None:
+        state = build_state(config)
+    if isinstance(state, FallbackState) and state.on_fallback is None:
+        state.on_fallback = state_fallback
+    if state is not None:
+        watch_state(state, telemetry)
+    elicitor = SessionElicitor()
+    if approver is None:
+        grants = SharedGrants(state) if state is not None else None
+        approver = build_approver(config.approval, clock=time.time, elicitor=elicitor, grants=grants)
+    if budget is None and config.budgets.limits:
+        if state is not None:
+            budget = SharedBudget(config.budgets, state, separator=config.gateway.separator)
+        else:
+            budget = InProcessBudget(config.budgets, separator=config.gateway.separator)
+    if inspector is None:
+        inspector = DefaultInspector(config.policy.results)
     gate = Gate(
         config,
         upstreams,

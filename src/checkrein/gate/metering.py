@@ -34,12 +34,12 @@ from checkrein.telemetry import (
 from checkrein.telemetry.tracing import CallFacts, CallSpan, FinishFacts, Tracing
 from checkrein.upstream.propagation import OUTBOUND_TRACEPARENT
 
-from .steps import CallContext, CallNext, CallOutcome, Step
+from .chain import CallContext, CallNext, CallOutcome, Step
 
 if TYPE_CHECKING:
     from .pipeline import Gate
 
-__all__ = ["AUDIT_GAUGES", "final_decision", "instrument", "stats_view", "tool_label", "watch"]
+__all__ = ["AUDIT_GAUGES", "final_decision", "instrument", "stats_view", "tool_label", "watch", "watch_state"]
 
 log = logging.getLogger("checkrein.gate")
 
@@ -239,6 +239,22 @@ def watch(gate: Gate, telemetry: Telemetry) -> None:
         )
     )
     telemetry.sources_ready()
+
+
+def watch_state(state: object, telemetry: Telemetry) -> None:
+    """The shared state's counters: operations, unavailability, fallbacks, errors per operation."""
+    metrics = telemetry.metrics
+    stats = getattr(state, "stats", None)
+    if callable(stats):
+        metrics.add_source(CounterSource("state", stats, metrics.scrape_errors, help_text="Shared state"))
+    primary = getattr(state, "primary", state)
+    errors = getattr(primary, "errors", None)
+    if isinstance(errors, dict):
+        metrics.add_source(
+            LabelledSource(
+                "checkrein_state_errors", "Shared-state operations that failed, by operation.", lambda: errors, metrics.scrape_errors
+            )
+        )
 
 
 def _audit_counters(gate: Gate) -> dict[str, int] | None:

@@ -1,0 +1,70 @@
+"""Budgets and approval grants across two replicas behind nginx (one MCP session that round robin
+moves between them): a budget of N allows N in total; a grant given through one replica is
+honoured by the other; Redis killed mid-run refuses budgeted calls (state.unavailable) and
+recovers when it returns."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from checkrein.testing.fleet import Fleet
+
+from .conftest import Webhook
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@asynccontextmanager
+async def client(fleet: Fleet) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {fleet.token}"}, timeout=30, trust_env=False)
+    async with http, Client(streamable_http_client(fleet.url, http_client=http), mode="legacy", cache=None) as c:  # type: ignore[arg-type]
+        yield c
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def test_a_budget_of_n_across_two_replicas_allows_n(shared_fleet: Fleet) -> None:
+    with anyio.fail_after(120):
+        async with client(shared_fleet) as c:
+            results = [await c.call_tool("echo__header", {"name": "x"}) for _ in range(9)]
+    allowed = [r for r in results if not r.is_error]
+    refused = [r for r in results if r.is_error]
+    assert len(allowed) == 5
+    assert all("budget" in text_of(r) for r in refused)
+
+
+async def test_a_grant_given_through_one_replica_is_honoured_by_the_other(shared_fleet: Fleet, webhook: Webhook) -> None:
+    with anyio.fail_after(120):
+        async with client(shared_fleet) as c:
+            first = await c.call_tool("echo__add", {"a": 2, "b": 3})
+            again = [await c.call_tool("echo__add", {"a": 2, "b": 3}) for _ in range(3)]
+            other = await c.call_tool("echo__add", {"a": 2, "b": 4})
+    assert not first.is_error and all(not r.is_error for r in again) and not other.is_error
+    assert webhook.asked == 2  # once for (2, 3) on whichever replica, once for (2, 4); never again
+
+
+async def test_redis_killed_mid_run_refuses_budgeted_calls_and_recovers(shared_fleet: Fleet) -> None:
+    assert shared_fleet.redis is not None
+    with anyio.fail_after(180):
+        async with client(shared_fleet) as c:
+            assert text_of(await c.call_tool("echo__echo", {"text": "before"})) == "before"
+            await anyio.to_thread.run_sync(shared_fleet.redis.kill)
+            refused = await c.call_tool("echo__slow", {"seconds": 0})
+            assert refused.is_error and "state:unavailable" in text_of(refused)
+            assert text_of(await c.call_tool("echo__echo", {"text": "unbudgeted"})) == "unbudgeted"
+            await anyio.to_thread.run_sync(shared_fleet.redis.restart)
+            while (r := await c.call_tool("echo__slow", {"seconds": 0})).is_error:
+                await anyio.sleep(0.2)
+            assert text_of(r) == "slept"
