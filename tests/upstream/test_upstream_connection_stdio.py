@@ -70,7 +70,7 @@ def text(result: Any) -> str:
 
 @pytest.fixture(scope="module")
 async def shared() -> AsyncIterator[McpUpstream]:
-    """One dual-era echo server (128 tools, description from a variable resolved at load) for read-only tests."""
+    """One dual-era echo server (129 tools, description from a variable resolved at load) for read-only tests."""
     written = {"name": "echo", "command": sys.executable, "args": list(ECHO),
                "env": {"ECHO_SERVER_TOOLS": "120", "ECHO_SERVER_DESCRIPTION": "desc ${WHO}"}}
     cfg = config_from_mapping({"servers": [written]}, environ={"WHO": "expanded"}).servers[0]
@@ -113,8 +113,8 @@ async def test_tools_resources_and_prompts_are_listed_once_and_cached(shared: Mc
 
 async def test_tools_list_follows_next_cursor_across_pages(shared: McpUpstream) -> None:
     names = [t.name for t in await shared.tools()]
-    assert len(names) == 128 > 2 * PAGE_SIZE
-    assert len(set(names)) == 128 and "tool_119" in names
+    assert len(names) == 129 > 2 * PAGE_SIZE
+    assert len(set(names)) == 129 and "tool_119" in names
 
 
 async def test_initialize_only_server_works_in_auto_era() -> None:
