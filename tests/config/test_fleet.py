@@ -18,11 +18,13 @@ def test_sections_parse() -> None:
     cfg = parse_config(
         '[telemetry]\notlp_endpoint = "http://127.0.0.1:4318/"\n'
         '[state]\nurl = "redis://127.0.0.1:6379/0"\non_unavailable = "local"\n'
-        '[audit.postgres]\ndsn = "${PG_DSN}"\n'
+        '[audit.postgres]\ndsn = "${PG_DSN}"\n',
+        environ={"PG_DSN": "postgresql://pg.internal/audit"},
     )
     assert cfg.telemetry.otlp_endpoint == "http://127.0.0.1:4318"
     assert cfg.state.url == "redis://127.0.0.1:6379/0" and cfg.state.on_unavailable == "local"
-    assert cfg.audit.postgres is not None and cfg.audit.postgres.dsn == "${PG_DSN}"
+    assert cfg.audit.postgres is not None and cfg.audit.postgres.dsn == "postgresql://pg.internal/audit"
+    assert cfg.as_written()["audit"]["postgres"]["dsn"] == "${PG_DSN}"  # the ledger and digests keep the reference
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from checkrein.config.fleet import PostgresAuditSettings
-from checkrein.config.model import expand_env
 from checkrein.errors import CheckreinError
 
 from .segments import list_segments, segment_name
@@ -191,7 +190,7 @@ class PostgresShipper(threading.Thread):
     def _open(self) -> None:
         from .postgres import connect, ensure_schema
 
-        conn = connect(expand_env(self.settings.dsn))
+        conn = connect(self.settings.dsn)
         try:
             ensure_schema(conn, self.settings.table)
         except BaseException:

@@ -9,6 +9,7 @@ clean shutdown or a fork would pass unseen.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -162,12 +163,13 @@ def _seqs(values: list[int]) -> str:
 
 
 def _dsn(value: str) -> str:
-    from checkrein.config import expand_env
+    """``--postgres DSN`` with ``${VAR}`` references resolved (a password stays out of ``ps``)."""
+    from checkrein.config.env import resolve_references
 
-    try:
-        return expand_env(value)
-    except CheckreinError as exc:
-        raise _fail(exc.message) from None
+    resolved = resolve_references({"dsn": value}, os.environ)
+    if resolved.unset:
+        raise _fail(f"--postgres names an unset variable: ${{{resolved.unset[0].variable}}}")
+    return str(resolved.data["dsn"])
 
 
 def _filter(trace: str | None, session: str | None, tool: str | None, outcome: str | None, since: str | None) -> EventFilter:

@@ -6,7 +6,7 @@ else `RedisState` behind a `FallbackState` (deny, or local fallback when allowed
 
 from __future__ import annotations
 
-from checkrein.config import Config, expand_env
+from checkrein.config import Config
 from checkrein.errors import ConfigError
 
 from .base import Admission, JsonChange, LimitCheck, SharedState
@@ -37,5 +37,5 @@ def build_state(config: Config, *, on_fallback: OnFallback | None = None) -> Sha
         raise ConfigError(
             "[state] url needs the redis client: pip install 'checkrein[redis]'", file=config.source, key="state.url"
         ) from None
-    primary = RedisState(expand_env(settings.url), prefix=settings.key_prefix, timeout_s=settings.timeout_s)
+    primary = RedisState(settings.url, prefix=settings.key_prefix, timeout_s=settings.timeout_s)
     return FallbackState(primary, MemoryState(), mode=settings.on_unavailable, on_fallback=on_fallback)

@@ -7,7 +7,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from checkrein.config import Config, expand_env
+from checkrein.config import Config
 from checkrein.errors import ConfigError
 
 from .metrics import Metrics
@@ -53,7 +53,7 @@ def build_telemetry(config: Config) -> Telemetry:
     telemetry = Telemetry(step_timing=settings.step_timing)
     if settings.otlp_endpoint is None:
         return telemetry
-    endpoint = expand_env(settings.otlp_endpoint).rstrip("/")
+    endpoint = settings.otlp_endpoint.rstrip("/")
     try:
         from .otel import OtelTracing
     except ImportError as exc:
