@@ -77,3 +77,25 @@ async def test_concurrent_updates_are_atomic(state: SharedState) -> None:
         for _ in range(40):
             tg.start_soon(state.update, "flow:k", inc, 60.0)
     assert await state.get("flow:k") == 40
+
+
+async def test_a_caller_cap_admits_n_whatever_the_sessions(state: SharedState) -> None:
+    """The per-caller counter is one key for every session of that caller: n in all, then refused."""
+    checks = [LimitCheck(session_key=f"cap:s{i}", max_calls=100, identity_key="cap:caller", identity_max=3) for i in range(5)]
+    results = [await state.admit([c]) for c in checks]
+    assert [r.admitted for r in results] == [True, True, True, False, False]
+    assert results[3].kind == "identity" and results[3].index == 0
+    assert (await state.admit([LimitCheck(identity_key="cap:other", identity_max=3)])).admitted
+
+
+async def test_a_caller_cap_window_starts_again_and_says_when(state: SharedState) -> None:
+    """A refusal inside the window says how long is left; once the window is over, calls pass again."""
+    long = LimitCheck(identity_key="cap:hour", identity_max=2, identity_window_s=3600)
+    assert [(await state.admit([long])).admitted for _ in range(3)] == [True, True, False]
+    refused = await state.admit([long])
+    assert refused.kind == "identity" and 3500 < refused.retry_in_s <= 3600
+    short = LimitCheck(identity_key="cap:short", identity_max=1, identity_window_s=0.2)
+    assert (await state.admit([short])).admitted
+    with anyio.fail_after(10):
+        while not (await state.admit([short])).admitted:
+            await anyio.sleep(0.05)

@@ -1,8 +1,8 @@
 """The gate's budgets and approval grants on a `SharedState` (Redis for a fleet).
 
 `SharedBudget` implements `checkrein.gate.seams.Budget` with the same limits, keys and messages as
-`InProcessBudget`, but every check-and-charge is one atomic `SharedState.admit`: a budget of N
-across the fleet allows N in total. `SharedGrants` implements `GrantStore`: a grant given through
+`InProcessBudget` (rates, per-session caps, per-caller caps with their windows), but every
+check-and-charge is one atomic `SharedState.admit`: a budget of N across the fleet allows N in total. `SharedGrants` implements `GrantStore`: a grant given through
 one replica is honoured by every other until it expires. A backend that cannot answer raises
 `StateUnavailable`; the budget step then refuses the call (``state.unavailable``), and the
 approver, which cannot tell a missing grant from an unreadable one, fails closed too.
@@ -19,7 +19,7 @@ from checkrein.policy import ToolCall
 from checkrein.state import LimitCheck, SharedState
 
 from .budget import _key, compile_limits
-from .grants import GrantKey
+from .grants import GrantKey, identity_key
 from .seams import ApprovalResult, BudgetVerdict
 
 __all__ = ["SharedBudget", "SharedGrants"]
@@ -55,6 +55,9 @@ class SharedBudget:
                 capacity=lim.capacity,
                 session_key=f"{base}:s:{_h(call.session_id)}" if spec.max_calls_per_session is not None else None,
                 max_calls=spec.max_calls_per_session or 0,
+                identity_key=f"{base}:i:{_h(identity_key(call.identity))}" if spec.max_calls_per_identity is not None else None,
+                identity_max=spec.max_calls_per_identity or 0,
+                identity_window_s=spec.identity_window_s or 0.0,
             ))
         result = await self.state.admit(checks)
         if result.admitted:
@@ -62,6 +65,15 @@ class SharedBudget:
         self.refused += 1
         lim, key = applicable[result.index]
         spec = lim.spec
+        if result.kind == "identity":
+            period = "" if spec.identity_window_s is None else f" per {spec.identity_window_s:g} s"
+            retry = "" if spec.identity_window_s is None else f"; retry in {result.retry_in_s:.0f} s"
+            return BudgetVerdict(
+                False,
+                lim.rule_id,
+                f"{spec.scope} {key!r} reached its cap of {spec.max_calls_per_identity} calls{period} "
+                f"for caller {call.identity.user!r}{retry}",
+            )
         if result.kind == "cap":
             return BudgetVerdict(
                 False, lim.rule_id, f"{spec.scope} {key!r} reached its cap of {spec.max_calls_per_session} calls in this session"

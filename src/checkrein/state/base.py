@@ -1,6 +1,6 @@
 """The state seam: what a gateway keeps that every replica of a fleet must share.
 
-    budgets    token buckets and per-session caps, checked and charged in one atomic step
+    budgets    token buckets, per-session and per-caller caps, checked and charged in one atomic step
     records    JSON values under a key with an expiry: approval grants, HTTP session records
     flow       a JSON value per key changed by a function, atomically (compare and set)
 
@@ -36,6 +36,11 @@ class LimitCheck:
     max_calls: int = 0
     session_ttl_s: float = 86_400.0
     """How long a session counter lives after its last charge (sessions end without telling us)."""
+    identity_key: str | None = None
+    """A caller's counter over all its sessions (``max_calls_per_identity``)."""
+    identity_max: int = 0
+    identity_window_s: float = 0.0
+    """The caller's counter starts again this long after its first charge; 0: it never does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +48,10 @@ class Admission:
     admitted: bool
     index: int = -1
     """Which check refused (index into the checks given), -1 when admitted."""
-    kind: Literal["", "rate", "cap"] = ""
+    kind: Literal["", "rate", "cap", "identity"] = ""
     retry_in_s: float = 0.0
-    """For ``rate``: when one token will be there again."""
+    """For ``rate``: when one token will be there again; for ``identity`` with a window: when it
+    starts again."""
 
 
 class SharedState(Protocol):

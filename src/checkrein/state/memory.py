@@ -52,6 +52,9 @@ class MemoryState:
                 used = self._count(c.session_key, now)
                 if used >= c.max_calls:
                     return Admission(False, i, "cap")
+            if c.identity_key is not None and c.identity_max > 0 and self._count(c.identity_key, now) >= c.identity_max:
+                ends = self._counts[c.identity_key][1]
+                return Admission(False, i, "identity", 0.0 if math.isinf(ends) else ends - now)
             refill.append(tokens)
         for c, tokens in zip(checks, refill, strict=True):
             if c.bucket_key is not None and c.rate_per_s > 0:
@@ -59,6 +62,12 @@ class MemoryState:
                 self._buckets[c.bucket_key] = (tokens - 1.0, now, now + c.capacity / c.rate_per_s + 1.0)
             if c.session_key is not None and c.max_calls > 0:
                 self._counts[c.session_key] = (self._count(c.session_key, now) + 1, now + c.session_ttl_s)
+            if c.identity_key is not None and c.identity_max > 0:
+                used = self._count(c.identity_key, now)
+                # A fixed window from the first charge (none: the count never starts again).
+                ends = self._counts[c.identity_key][1] if used else (
+                    now + c.identity_window_s if c.identity_window_s > 0 else math.inf)
+                self._counts[c.identity_key] = (used + 1, ends)
         self._bound(now)
         return Admission(True)
 

@@ -1,7 +1,7 @@
 """`RedisState`: the state seam on Redis (or Valkey), for a fleet of replicas.
 
-    budgets   one Lua script checks every limit of a call and, only if all pass, charges them
-              all: a budget of N across the fleet allows N. Time is the Redis server's (``TIME``),
+    budgets   one Lua script checks every limit of a call (rate, per-session and per-caller caps)
+              and, only if all pass, charges them all: a budget of N across the fleet allows N. Time is the Redis server's (``TIME``),
               so replicas with skewed clocks still share one bucket.
     records   ``SET key value PX ttl``; ``touch`` is ``PEXPIRE`` (0 when the key is gone)
     update    ``WATCH`` / ``MULTI`` compare and set, retried when another replica wrote between
@@ -38,10 +38,11 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local tokens = {}
 for i = 1, n do
-  local b = 1 + (i - 1) * 4
+  local b = 1 + (i - 1) * 6
   local rate, cap, maxc = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local imax = tonumber(ARGV[b + 5])
   if rate > 0 then
-    local h = redis.call('HMGET', KEYS[2 * i - 1], 't', 'u')
+    local h = redis.call('HMGET', KEYS[3 * i - 2], 't', 'u')
     local tk = cap
     if h[1] then
       tk = math.min(cap, tonumber(h[1]) + math.max(0, now - tonumber(h[2])) * rate)
@@ -52,22 +53,35 @@ for i = 1, n do
     tokens[i] = tk
   end
   if maxc > 0 then
-    local used = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
+    local used = tonumber(redis.call('GET', KEYS[3 * i - 1]) or '0')
     if used >= maxc then
       return {i, 'cap', '0'}
     end
   end
+  if imax > 0 then
+    local used = tonumber(redis.call('GET', KEYS[3 * i]) or '0')
+    if used >= imax then
+      return {i, 'identity', tostring(math.max(0, redis.call('PTTL', KEYS[3 * i])) / 1000)}
+    end
+  end
 end
 for i = 1, n do
-  local b = 1 + (i - 1) * 4
+  local b = 1 + (i - 1) * 6
   local rate, cap, maxc, ttl = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local imax, iwin = tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])
   if rate > 0 then
-    redis.call('HSET', KEYS[2 * i - 1], 't', tostring(tokens[i] - 1), 'u', tostring(now))
-    redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((cap / rate + 1) * 1000))
+    redis.call('HSET', KEYS[3 * i - 2], 't', tostring(tokens[i] - 1), 'u', tostring(now))
+    redis.call('PEXPIRE', KEYS[3 * i - 2], math.ceil((cap / rate + 1) * 1000))
   end
   if maxc > 0 then
-    redis.call('INCR', KEYS[2 * i])
-    redis.call('PEXPIRE', KEYS[2 * i], math.ceil(ttl * 1000))
+    redis.call('INCR', KEYS[3 * i - 1])
+    redis.call('PEXPIRE', KEYS[3 * i - 1], math.ceil(ttl * 1000))
+  end
+  if imax > 0 then
+    -- a fixed window from the caller's first charge; without one the count never starts again
+    if redis.call('INCR', KEYS[3 * i]) == 1 and iwin > 0 then
+      redis.call('PEXPIRE', KEYS[3 * i], math.ceil(iwin * 1000))
+    end
   end
 end
 return {0, '', '0'}
@@ -118,15 +132,20 @@ class RedisState:
         for i, c in enumerate(checks):
             keys.append(self._k(c.bucket_key) if c.bucket_key else self._k(f"none:{i}:b"))
             keys.append(self._k(c.session_key) if c.session_key else self._k(f"none:{i}:s"))
+            keys.append(self._k(c.identity_key) if c.identity_key else self._k(f"none:{i}:i"))
             rate = c.rate_per_s if c.bucket_key else 0.0
             maxc = c.max_calls if c.session_key else 0
-            args += [repr(float(rate)), repr(float(c.capacity)), str(int(maxc)), repr(float(c.session_ttl_s))]
+            imax = c.identity_max if c.identity_key else 0
+            args += [repr(float(rate)), repr(float(c.capacity)), str(int(maxc)), repr(float(c.session_ttl_s)),
+                     str(int(imax)), repr(float(c.identity_window_s))]
         raw = await self._run("admit", lambda: self._admit(keys=keys, args=args))
         index, kind, wait = int(raw[0]), raw[1], float(raw[2])
         if index == 0:
             return Admission(True)
         kind_s = kind.decode() if isinstance(kind, bytes) else str(kind)
-        return Admission(False, index - 1, "rate" if kind_s == "rate" else "cap", wait)
+        if kind_s == "rate":
+            return Admission(False, index - 1, "rate", wait)
+        return Admission(False, index - 1, "identity" if kind_s == "identity" else "cap", wait)
 
     async def get(self, key: str) -> Any | None:
         raw = await self._run("get", lambda: self._r.get(self._k(key)))
