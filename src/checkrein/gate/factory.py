@@ -6,6 +6,7 @@ Defaults, one line each (other packages replace theirs here):
     audit       `open_audit_trail` when `[audit] dir` is set, else `NullAuditTrail`
     approver    `build_approver([approval])`, with elicitation through the frontend's sessions
     budget      `InProcessBudget([budgets])` when limits are configured (`SharedBudget` on `[state]`), else none
+    flows       `InMemoryFlowStore` (`SharedFlowStore` on `[state]`)
     inspector   `DefaultInspector([policy.results])`
     telemetry   `build_telemetry([telemetry])`: the metrics registry, OTLP export when configured
 
@@ -27,6 +28,7 @@ from checkrein.telemetry import Telemetry, build_telemetry
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
 
+from .flow_shared import SharedFlowStore
 from .metering import watch_state
 from .pipeline import Gate
 from .relay import GateRelay
@@ -152,6 +154,7 @@ def build_gate(
             budget = InProcessBudget(config.budgets, separator=config.gateway.separator)
     if inspector is None:
         inspector = DefaultInspector(config.policy.results)
+    flows = SharedFlowStore(state, config.policy.flow) if state is not None else None
     gate = Gate(
         config,
         upstreams,
@@ -160,6 +163,7 @@ def build_gate(
         budget=budget,
         inspector=inspector,
         telemetry=telemetry,
+        flows=flows,
     )
     gate.elicitor = elicitor
     gate.relay = relay

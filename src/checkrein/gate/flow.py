@@ -33,6 +33,7 @@ from typing import Literal, Protocol
 import mcp.types as types
 
 from checkrein.config.policy import FlowSettings
+from checkrein.errors import StateUnavailable
 from checkrein.policy import Decision, ToolCall
 from checkrein.policy.engine import CompiledPolicy
 from checkrein.policy.flow import (
@@ -164,6 +165,13 @@ def _forwarded(out: CallOutcome) -> bool:
     return code.startswith("upstream.") or (out.rule_id or "").startswith("inspect:") or code.startswith("result.")
 
 
+def _failure(exc: Exception) -> tuple[str, str]:
+    """Error code and rule of a flow failure: a shared store that cannot answer says so, as budgets do."""
+    if isinstance(exc, StateUnavailable):
+        return "state.unavailable", "state:unavailable"
+    return "flow.error", "flow:error"
+
+
 def _ask(decision: Decision | None, verdict: FlowVerdict) -> Decision:
     if decision is None:
         return Decision("ask", verdict.rule_id, verdict.reasons, "high", verdict.findings)
@@ -214,7 +222,7 @@ class FlowStep:
         except Exception as exc:  # fail closed: flow rules that cannot decide deny
             counters.flow_errors += 1
             log.exception("flow rules raised on %s", call.exposed_name)
-            return deny(ctx.degrade("flow.exception"), "flow.error", "flow:error", f"the session flow rules failed ({type(exc).__name__})")
+            return deny(ctx.degrade("flow.exception"), *_failure(exc), f"the session flow rules failed ({type(exc).__name__})")
         if verdict.effect == "deny":
             counters.flow_denials += 1
             d = _ask(ctx.decision, verdict)
@@ -236,8 +244,7 @@ class FlowStep:
             log.exception("recording the flow of %s failed", call.exposed_name)
             return deny(
                 out.ctx.degrade("flow.exception"),
-                "flow.error",
-                "flow:error",
+                *_failure(exc),
                 f"the result is withheld: the session flow state could not record it ({type(exc).__name__})",
             )
         return out
