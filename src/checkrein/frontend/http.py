@@ -169,6 +169,7 @@ def build_http_app(
         Route("/metrics", metrics, methods=["GET"]),
     ]
     inner: ASGIApp
+    owners: SessionOwners | None = SessionOwners()
     if state is None:
         inner = front.server.streamable_http_app(host=host, transport_security=security, custom_starlette_routes=routes)
     else:  # a fleet: sessions live in the shared state, any replica continues them
@@ -178,13 +179,14 @@ def build_http_app(
         gate.telemetry.metrics.add_source(
             CounterSource("http", lambda: manager.counters, gate.telemetry.metrics.scrape_errors, help_text="HTTP sessions")
         )
+        owners = None  # the fleet's session manager checks every request's owner against the shared record
     if ui_dir is None:
-        return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
+        return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), owners)
     from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS
     from checkrein.ui import BrowserLogin, UiMount, build_ui_app
 
     ui = build_ui_app(ui_dir, allowed_hosts=UI_HOSTS if loopback else None)
-    guarded = HttpGuard(UiMount(inner, ui, prefix="/ui"), authenticator, tuple(config.gateway.allowed_origins), SessionOwners())
+    guarded = HttpGuard(UiMount(inner, ui, prefix="/ui"), authenticator, tuple(config.gateway.allowed_origins), owners)
     return BrowserLogin(guarded, prefix="/ui", login_hint="The token is the gateway's ([gateway] token, an "
                         "[[identities]] token, or env CHECKREIN_TOKEN).")
 
