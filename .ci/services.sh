@@ -11,8 +11,10 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || _ci_need+=(nginx)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || _ci_need+=(postgresql)
 if [ "${#_ci_need[@]}" -gt 0 ]; then
   echo "services: apt-get install ${_ci_need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${_ci_need[@]}" >/dev/null
+  _ci_sudo=""
+  if [ "$(id -u)" != 0 ]; then _ci_sudo="sudo"; fi
+  $_ci_sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $_ci_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${_ci_need[@]}" >/dev/null
 fi
 
 _ci_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

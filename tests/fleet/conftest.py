@@ -84,6 +84,13 @@ mode = "webhook"
 webhook_url = "{url}"
 ttl_s = 600
 
+[policy.tools."echo__meta"]
+flow = ["untrusted", "private"]
+
+[policy.tools."echo__echo"]
+flow = ["sink"]
+flow_effect = "deny"
+
 [[budgets.limits]]
 scope = "tool"
 match = "echo__header"

@@ -72,3 +72,24 @@ async def test_redis_killed_mid_run_refuses_calls_and_recovers(shared_fleet: Fle
                 await anyio.sleep(0.2)
             assert text_of(r) == "slept"
             assert text_of(await c.call_tool("echo__echo", {"text": "after"})) == "after"
+
+
+async def test_a_session_moving_between_replicas_is_judged_on_its_whole_flow(shared_fleet: Fleet) -> None:
+    """Untrusted private data read through one replica, then sink calls that round robin spreads
+    over both: every one is refused by the Rule of Two, also on the replica that never saw the read.
+    (Last in this module: the caller's flow state now holds untrusted data.)"""
+    before = [await flow_denials(shared_fleet, i) for i in range(2)]
+    with anyio.fail_after(120):
+        async with client(shared_fleet) as c:
+            assert not (await c.call_tool("echo__meta", {"key": "traceparent"})).is_error
+            sinks = [await c.call_tool("echo__echo", {"text": f"out {i}"}) for i in range(4)]
+    assert all(r.is_error and "(rule flow:rule_of_two)" in text_of(r) for r in sinks), [text_of(r) for r in sinks]
+    after = [await flow_denials(shared_fleet, i) for i in range(2)]
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
+
+
+async def flow_denials(fleet: Fleet, i: int) -> int:
+    async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
+        r = await http.get(fleet.replica_urls[i] + "/stats", headers={"Authorization": f"Bearer {fleet.token}"})
+    assert r.status_code == 200
+    return int(r.json()["counters"]["flow_denials"])
