@@ -7,7 +7,8 @@ Targets, each a fresh `checkrein.testing.fleet.Fleet` (plain processes on loopba
 
     direct                the upstream alone, no gateway (the floor)
     1 replica (local)     one replica, no [state], no [audit.postgres]: the single-process baseline
-    1 replica +redis      sessions in Redis (one PEXPIRE per HTTP request)
+    1 replica +redis      sessions and session flow state in Redis (per tools/call: a PEXPIRE per
+                          HTTP request, the flow state's read, its compare-and-set and its latest key)
     1 replica +postgres   the audit also shipped to Postgres
     N replicas            every replica with Redis and Postgres, N = --replicas
 
@@ -110,15 +111,29 @@ def run_target(name: str, root: Path, args: argparse.Namespace, **fleet_kw: obje
 
 
 async def micro_redis(url: str, n: int) -> dict[str, float]:
-    """One budget check-and-charge (Lua) and one session touch (PEXPIRE), one at a time."""
+    """One budget check-and-charge (Lua), one session touch (PEXPIRE), and a session flow state's
+    read and compare-and-set update (a state holding ~4 KB of result text), one at a time."""
+    from checkrein.gate.flow_shared import SharedFlowStore, encode_flow_state
+    from checkrein.policy.flow import FlowState
     from checkrein.state import LimitCheck
     from checkrein.state.redis import RedisState
 
     state = RedisState(url, prefix="bench:", timeout_s=5)
-    checks = [LimitCheck(bucket_key="b:tool", rate_per_s=1e9, capacity=1e9, session_key="b:s", max_calls=10**9)]
+    checks = [LimitCheck(bucket_key="b:tool", rate_per_s=1e9, capacity=1e9, session_key="b:s", max_calls=10**9,
+                         identity_key="b:i", identity_max=10**9)]
     await state.put("session:x", {"owner": "x"}, 600)
-    out: dict[str, float] = {}
-    for name, op in (("admit", lambda: state.admit(checks)), ("touch", lambda: state.touch("session:x", 600))):
+    flows = SharedFlowStore(state)
+    key = ("bench", "session:x")
+    seeded = FlowState().distrust("web (call 1)", [f"result line {i} with some words in it" for i in range(100)], 524_288)
+    await flows.update(key, time.time(), lambda _: seeded.with_private("db (call 2)"))
+
+    def bump(s: FlowState) -> FlowState:
+        return FlowState(s.untrusted_from, s.private_from, s.untrusted, s.trusted, s.tasks, s.calls + 1)
+
+    out: dict[str, float] = {"flow_state_bytes": float(len(json.dumps(encode_flow_state(seeded))))}
+    for name, op in (("admit", lambda: state.admit(checks)), ("touch", lambda: state.touch("session:x", 600)),
+                     ("flow_get", lambda: flows.get(key, time.time())),
+                     ("flow_update", lambda: flows.update(key, time.time(), bump))):
         for _ in range(200):
             await op()
         lat = []

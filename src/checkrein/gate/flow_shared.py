@@ -40,11 +40,13 @@ def _log_out(log: TextLog) -> dict[str, Any]:
 def _log_in(raw: Any) -> TextLog:
     if not isinstance(raw, dict):
         raise ValueError("flow state: a text log is not an object")
-    entries = []
-    for item in raw["e"]:
-        source, text = item
-        entries.append(Seen(_str(source), _str(text), _str(text).replace(" ", "")))
-    return TextLog(tuple(entries), _int(raw["n"]), _int(raw["d"]))
+    pairs = raw["e"]
+    if not isinstance(pairs, list) or not all(
+        type(p) is list and len(p) == 2 and type(p[0]) is str and type(p[1]) is str for p in pairs
+    ):
+        raise ValueError("flow state: a text log entry is not [source, text]")
+    entries = tuple(Seen(source, text, text.replace(" ", "")) for source, text in pairs)
+    return TextLog(entries, _int(raw["n"]), _int(raw["d"]))
 
 
 def _str(value: Any) -> str:
