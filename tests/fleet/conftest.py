@@ -1,13 +1,19 @@
-"""Fixtures for the fleet suite: two replicas behind nginx, Redis, PostgreSQL, an OTLP receiver."""
+"""Fixtures for the fleet suite: two replicas behind nginx, Redis, PostgreSQL, an OTLP receiver;
+and the client both modules use."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx2
+import mcp.types as types
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from checkrein.testing.fleet import Fleet
 from checkrein.testing.otlp_receiver import OtlpReceiver
@@ -17,6 +23,20 @@ POLICY = """
 allow = ["echo__*"]
 deny = ["echo__fail"]
 """
+
+
+@asynccontextmanager
+async def client(fleet: Fleet) -> AsyncIterator[Client]:
+    """An MCP client through the fleet's load balancer (legacy era: one session, round robin)."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {fleet.token}"}, timeout=30, trust_env=False)
+    async with http, Client(streamable_http_client(fleet.url, http_client=http), mode="legacy", cache=None) as c:  # type: ignore[arg-type]
+        yield c
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
 
 
 @pytest.fixture

@@ -8,36 +8,20 @@ import json
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import anyio
 import httpx2
-import mcp.types as types
 import psycopg
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from checkrein.audit.segments import iter_lines
 from checkrein.testing.fleet import Fleet
 from checkrein.testing.otlp_receiver import OtlpReceiver
 
+from .conftest import client, text_of
+
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@asynccontextmanager
-async def client(fleet: Fleet) -> AsyncIterator[Client]:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {fleet.token}"}, timeout=30, trust_env=False)
-    async with http, Client(streamable_http_client(fleet.url, http_client=http), mode="legacy", cache=None) as c:  # type: ignore[arg-type]
-        yield c
-
-
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
 
 
 async def get(url: str, token: str) -> httpx2.Response:

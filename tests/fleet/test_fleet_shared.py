@@ -5,34 +5,15 @@ it returns."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import anyio
 import httpx2
-import mcp.types as types
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from checkrein.testing.fleet import Fleet
 
-from .conftest import Webhook
+from .conftest import Webhook, client, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@asynccontextmanager
-async def client(fleet: Fleet) -> AsyncIterator[Client]:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {fleet.token}"}, timeout=30, trust_env=False)
-    async with http, Client(streamable_http_client(fleet.url, http_client=http), mode="legacy", cache=None) as c:  # type: ignore[arg-type]
-        yield c
-
-
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
 
 
 async def test_a_budget_of_n_across_two_replicas_allows_n(shared_fleet: Fleet) -> None:

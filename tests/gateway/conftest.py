@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checkrein.state.redis import RedisState
-from checkrein.testing.services import RedisServer, shared_redis_url
+from checkrein.testing.services import redis_for_tests
 
 
 @pytest.fixture
@@ -20,12 +20,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server nobody kills: `.ci/services.sh`'s, or one of our own."""
-    shared = shared_redis_url()
-    if shared is not None:
-        yield shared
-        return
-    with RedisServer.start(Path(tmp_path_factory.mktemp("redis"))) as server:
-        yield server.url
+    with redis_for_tests(Path(tmp_path_factory.mktemp("redis"))) as url:
+        yield url
 
 
 @pytest.fixture

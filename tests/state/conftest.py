@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checkrein.testing.services import RedisServer, shared_redis_url
+from checkrein.testing.services import redis_for_tests
 
 
 @pytest.fixture
@@ -17,9 +17,5 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    shared = shared_redis_url()
-    if shared is not None:
-        yield shared
-        return
-    with RedisServer.start(Path(tmp_path_factory.mktemp("redis"))) as server:
-        yield server.url
+    with redis_for_tests(Path(tmp_path_factory.mktemp("redis"))) as url:
+        yield url

@@ -27,6 +27,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -35,6 +37,7 @@ __all__ = [
     "RedisServer",
     "ServiceUnavailable",
     "free_port",
+    "redis_for_tests",
     "shared_postgres_dsn",
     "shared_redis_url",
 ]
@@ -75,6 +78,18 @@ def shared_redis_url() -> str | None:
 
 def shared_postgres_dsn() -> str | None:
     return os.environ.get("CHECKREIN_TEST_POSTGRES_DSN") or None
+
+
+@contextmanager
+def redis_for_tests(directory: Path) -> Iterator[str]:
+    """The URL of a Redis nobody kills: `.ci/services.sh`'s when it set one, else a redis-server
+    of our own in ``directory``, stopped on exit."""
+    shared = shared_redis_url()
+    if shared is not None:
+        yield shared
+        return
+    with RedisServer.start(directory) as server:
+        yield server.url
 
 
 class RedisServer:
