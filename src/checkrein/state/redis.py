@@ -4,7 +4,9 @@
               and, only if all pass, charges them all: a budget of N across the fleet allows N. Time is the Redis server's (``TIME``),
               so replicas with skewed clocks still share one bucket.
     records   ``SET key value PX ttl``; ``touch`` is ``PEXPIRE`` (0 when the key is gone)
-    update    ``WATCH`` / ``MULTI`` compare and set, retried when another replica wrote between
+    update    ``GET``, then a Lua compare and set (written only if the value is still the one read),
+              retried when another replica wrote between: two round trips (``WATCH``/``MULTI``
+              took four and, measured here, about 7x the time)
 
 Every operation is bounded by ``timeout_s``; a refused connection, a timeout or any Redis error
 raises `StateUnavailable` and is counted per operation in ``errors``. Needs ``checkrein[redis]``.
@@ -87,6 +89,18 @@ end
 return {0, '', '0'}
 """
 
+_CAS = """
+local cur = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if cur then return 0 end
+elseif cur ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+"""Compare and set: write ARGV[3] only if the key still holds ARGV[2] (ARGV[1] = '0': is still absent)."""
+
 _ERRORS = (redis.exceptions.RedisError, OSError, TimeoutError)
 
 
@@ -106,6 +120,7 @@ class RedisState:
             decode_responses=False,
         )
         self._admit = self._r.register_script(_ADMIT)
+        self._cas = self._r.register_script(_CAS)
         self.ops = 0
         self.errors: dict[str, int] = {}
         self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
@@ -163,23 +178,19 @@ class RedisState:
 
     async def update(self, key: str, change: JsonChange, ttl_s: float) -> Any:
         k = self._k(key)
-        ttl_ms = max(1, int(ttl_s * 1000))
+        ttl_ms = str(max(1, int(ttl_s * 1000)))
 
         async def attempt() -> Any:
-            async with self._lock_of(key), self._r.pipeline(transaction=True) as pipe:
+            async with self._lock_of(key):
                 for n in range(64):
                     if n:
                         await anyio.sleep(random.uniform(0, 0.002 * min(n, 10)))
-                    try:
-                        await pipe.watch(k)
-                        raw = await pipe.get(k)
-                        new = change(None if raw is None else json.loads(raw))
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        pipe.set(k, json.dumps(new, sort_keys=True, separators=(",", ":")), px=ttl_ms)
-                        await pipe.execute()
+                    raw = await self._r.get(k)
+                    new = change(None if raw is None else json.loads(raw))
+                    data = json.dumps(new, sort_keys=True, separators=(",", ":"))
+                    if await self._cas(keys=[k], args=["0" if raw is None else "1", raw or b"", data, ttl_ms]):
                         return new
-                    except redis.exceptions.WatchError:
-                        continue  # another replica wrote first: read again
+                    # another replica wrote first: read again
             raise StateUnavailable(f"redis update of {key!r} kept conflicting")
 
         return await self._run("update", attempt)
