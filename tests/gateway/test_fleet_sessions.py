@@ -42,7 +42,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterat
         identities=[{"name": "other", "token": "${OTHER_TOKEN}"}],
         policy={"allow": ["a__*"]},
     )
-    config.write_text(config.read_text() + f'\n[state]\nurl = "{redis_url}"\nkey_prefix = "t{uuid.uuid4().hex[:8]}:"\n')
+    config.write_text(config.read_text() + f'\n[state]\nurl = "{redis_url}"\nkey_prefix = "t{uuid.uuid4().hex[:8]}:"\ntimeout_s = 5.0\n')
     ports = [free_port(), free_port()]
     procs: list[subprocess.Popen[bytes]] = []
     try:

@@ -202,7 +202,10 @@ class Fleet:
         if self.postgres is not None:
             lines += ["", "[audit.postgres]", f'dsn = "{self.postgres.dsn}"', "poll_interval_s = 0.05", "retry_interval_s = 0.2"]
         if self.redis is not None:
-            lines += ["", "[state]", f'url = "{self.redis.url}"', "timeout_s = 0.5"]
+            # Every tool call reads and writes its session's flow state here: on a machine whose
+            # cores are busy a loopback round trip can take longer than the 0.5 s default, and a
+            # slow answer is a refusal (fail closed). A killed Redis refuses at once either way.
+            lines += ["", "[state]", f'url = "{self.redis.url}"', "timeout_s = 5.0"]
         if otlp_endpoint is not None:
             lines += ["", "[telemetry]", f'otlp_endpoint = "{otlp_endpoint}"', "metrics_interval_s = 1.0"]
         path = d / "checkrein.toml"
