@@ -16,22 +16,23 @@ import threading
 import warnings
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from checkrein.audit.record import LifecycleRecord
-from checkrein.catalog import PinPlan, plan_pin, read_lock, render_plan, write_lock
-from checkrein.config import CREDENTIALS, Config, load_config
+from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
 from checkrein.config.env import Location
 from checkrein.config.problems import did_you_mean
 from checkrein.errors import CheckreinError, ConfigError
-from checkrein.gate.factory import NullAuditTrail, build_gate, default_audit
-from checkrein.gate.pipeline import Gate
-from checkrein.policy.governance import unmatched_patterns
+
+if TYPE_CHECKING:  # the gate, catalog and policy are imported where used: `serve` starts the servers first
+    from checkrein.audit.record import AuditTrail
+    from checkrein.catalog import PinPlan
+    from checkrein.gate.pipeline import Gate
+    from checkrein.upstream.spawn import EarlyProcesses
 
 __all__ = ["register"]
 
@@ -72,6 +73,8 @@ def _logging(level: str) -> None:
 
 
 def _report_start(gate: Gate) -> None:
+    from checkrein.policy.governance import unmatched_patterns
+
     for name, why in sorted(gate.failures.items()):
         _err(f"checkrein: server {name!r} failed to start (serving the others): {why}")
     for s in gate.catalog.skipped:
@@ -140,6 +143,20 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
 
 
 async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False) -> None:
+    # The stdio servers start first and import their own code while we import ours (the SDK,
+    # the policy engine); each connection adopts its process. Whatever nobody adopted (the
+    # start failed before it got there) is killed on the way out.
+    early = await _start_early(config)
+    try:
+        await _serve_gate(config, transport, host, port, ui, early)
+    finally:
+        if early is not None:
+            await early.aclose()
+
+
+async def _serve_gate(
+    config: Config, transport: Transport, host: str, port: int, ui: bool, early: EarlyProcesses | None
+) -> None:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     # checkrein speaks both protocol eras on purpose; the SDK's notes on what 2026-07-28 removed
@@ -161,7 +178,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
     async with anyio.create_task_group() as guard:
         if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
             guard.start_soon(_stop_on_signal, shutdown)
-        gate = build_gate(config)
+        gate = _build_gate(config, early=early)
         # One scope around the gate's whole life: its pool's task groups must be entered and left
         # inside the same scopes. Only a signal during the start cancels it.
         with anyio.CancelScope() as life:
@@ -185,6 +202,31 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
                 else:
                     await gate.aclose()
         guard.cancel_scope.cancel()
+
+
+async def _start_early(config: Config) -> EarlyProcesses | None:
+    """Start the stdio servers before the gate's imports, when their launch fields are resolved
+    (an unset variable is reported by `build_gate` instead, naming it)."""
+    from checkrein.upstream.spawn import spawn_early  # light: the stdlib and anyio
+
+    try:
+        config.require_resolved(LAUNCH, "starting the servers")
+    except ConfigError:
+        return None
+    return await spawn_early(config.servers)
+
+
+def _build_gate(config: Config, **parts: Any) -> Gate:
+    """`build_gate`, imported here: the gate pulls in the MCP SDK, the policy engine and sqlglot."""
+    from checkrein.gate.factory import build_gate
+
+    return build_gate(config, **parts)
+
+
+def _null_audit() -> AuditTrail:
+    from checkrein.gate.factory import NullAuditTrail
+
+    return NullAuditTrail()
 
 
 async def _serve_started(
@@ -298,7 +340,7 @@ def tools(
 
 
 async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], Gate]:
-    gate = build_gate(config, audit=NullAuditTrail())  # listing serves no calls: nothing to audit
+    gate = _build_gate(config, audit=_null_audit())  # listing serves no calls: nothing to audit
     gate.trust_on_first_use = False
     return await _catalog_rows_of(gate)
 
@@ -328,10 +370,12 @@ def pin(
 
     Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error.
     """
+    from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
+
     cfg = _load(config)
     _logging("error")
     try:
-        gate = build_gate(cfg, audit=NullAuditTrail())
+        gate = _build_gate(cfg, audit=_null_audit())
         gate.trust_on_first_use = False
         _, gate = anyio.run(_catalog_rows_of, gate)
         lock = read_lock(cfg.lock_path)
@@ -359,6 +403,9 @@ def pin(
 
 async def _audit_pin(config: Config, plan: PinPlan) -> None:
     """Record the pin change in the audit trail, when there is one (`pin.change`)."""
+    from checkrein.audit.record import LifecycleRecord
+    from checkrein.gate.factory import default_audit
+
     if not config.audit.dir:
         return
     trail = default_audit(config)

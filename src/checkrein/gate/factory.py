@@ -19,30 +19,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
-from checkrein.config import LAUNCH, WEBHOOK, Config, ServerConfig
+from checkrein.config import LAUNCH, WEBHOOK, Config
 from checkrein.policy import ResultInspector
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
+from checkrein.upstream.spawn import EarlyProcesses, resolve_python
 
 from .pipeline import Gate
 from .relay import GateRelay
 from .seams import Approver, Budget
 
 __all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
-
-_PYTHON_NAMES = frozenset({"python", "python3"})
-
-
-def resolve_python(server: ServerConfig) -> ServerConfig:
-    """A bare ``python``/``python3`` command means the interpreter running checkrein.
-
-    So ``python -m checkrein.servers.NAME`` (and the test servers) work from a virtualenv whose
-    ``bin`` is not on PATH; any other command is left as written.
-    """
-    if server.command in _PYTHON_NAMES:
-        return server.model_copy(update={"command": sys.executable})
-    return server
-
 
 class NullAuditTrail:
     """The trail used when `[audit] dir` is unset: always writable, keeps nothing."""
@@ -90,8 +77,11 @@ def build_gate(
     approver: Approver | None = None,
     budget: Budget | None = None,
     inspector: ResultInspector | None = None,
+    early: EarlyProcesses | None = None,
 ) -> Gate:
     """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
+
+    ``early`` holds stdio servers already started (`spawn_early`); their connections adopt them.
 
     Raises ``ConfigError`` (e.g. an unset variable in a server's launch fields or the webhook's
     headers, let through by a loader told they were unused) and the errors of `default_audit`.
@@ -116,7 +106,7 @@ def build_gate(
     if upstreams is None:
         config.require_resolved(LAUNCH, "starting the servers")
         servers = [resolve_python(s) for s in config.servers]
-        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay)
+        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay, early=early)
     elicitor = SessionElicitor()
     if approver is None:
         approver = build_approver(config.approval, clock=time.time, elicitor=elicitor)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -21,11 +20,10 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from checkrein.errors import UpstreamUnavailable
+from checkrein.upstream.spawn import spawn_stdio
 
 __all__ = ["StderrTail", "StdioProcess", "open_stdio"]
 
@@ -111,6 +109,7 @@ async def open_stdio(
     env: Mapping[str, str],
     cwd: str | None,
     process_info: StdioProcess,
+    process: anyio.abc.Process | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -119,29 +118,11 @@ async def open_stdio(
     The child's environment is the SDK's safe default set (PATH, HOME, ...) plus ``env``, so the
     gateway's own secrets are not inherited. On exit, stdin is closed, the process gets
     ``_EXIT_GRACE_S`` to leave, and then its whole group is killed. Raises ``UpstreamUnavailable``
-    when the command cannot be started (not found, not executable, bad cwd).
+    when the command cannot be started (not found, not executable, bad cwd). ``process``, when
+    given, is that command already started by `spawn_stdio` (an early start): it is adopted.
     """
-    try:
-        process = await anyio.open_process(
-            [command, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**get_default_environment(), **env},
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        where = f" (cwd {cwd!r})" if cwd else ""
-        missing = exc.filename if exc.filename not in (None, command) else command
-        if cwd and not os.path.isdir(cwd):
-            raise UpstreamUnavailable(f"cannot start {command!r}: working directory {cwd!r} does not exist") from exc
-        raise UpstreamUnavailable(f"cannot start {missing!r}: command not found{where}; check `command` and PATH") from exc
-    except PermissionError as exc:
-        raise UpstreamUnavailable(f"cannot start {command!r}: permission denied (is it executable?)") from exc
-    except OSError as exc:
-        raise UpstreamUnavailable(f"cannot start {command!r}: {exc}") from exc
-
+    if process is None:
+        process = await spawn_stdio(command, args, env=env, cwd=cwd)
     process_info.pid = process.pid
     stderr_done = anyio.Event()
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
