@@ -1,6 +1,6 @@
 """Cold start: `checkrein --version`, and the first `tools/list` answered after `serve` starts.
 
-    .venv/bin/python benchmarks/coldstart.py [--rounds 7] [--servers 5]
+    .venv/bin/python benchmarks/coldstart.py [--rounds 7] [--servers 5] [--baseline OTHER/bin/checkrein]
 
 Rows, alternating in every round so machine load hits them alike:
 
@@ -118,6 +118,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--servers", type=int, default=5)
     parser.add_argument("--no-sdk", action="store_true", help="skip the row with SDK echo servers")
+    parser.add_argument("--baseline", metavar="CHECKREIN", help="another build's `checkrein` (e.g. main's "
+                        "venv) measured in the same rounds: `--version` and `serve` with ready servers")
     args = parser.parse_args()
     checkrein = str(Path(sys.executable).with_name("checkrein"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,6 +133,10 @@ def main() -> None:
             "direct (one ready server)": (first_listing, [sys.executable, str(directory / "ready_server.py")], 4),
             f"serve, {args.servers} ready servers": (first_listing, [checkrein, "serve", "-c", str(ready)], 4 * args.servers),
         }
+        if args.baseline:
+            rows["baseline --version"] = (run_once, [args.baseline, "--version"])
+            rows[f"baseline serve, {args.servers} ready"] = (
+                first_listing, [args.baseline, "serve", "-c", str(ready)], 4 * args.servers)
         if not args.no_sdk:
             rows[f"serve, {args.servers} SDK servers"] = (first_listing, [checkrein, "serve", "-c", str(sdk)], 8 * args.servers)
         times: dict[str, list[float]] = {name: [] for name in rows}
