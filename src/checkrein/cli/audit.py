@@ -114,8 +114,14 @@ def _print_valid(report: VerifyReport, code: int) -> None:
         print("this check cannot detect:" if code == 3 else "not covered by this check:")
         for item in report.undetected:
             print(f"  - {item}")
-    if code == 3:
-        print("sign the log (the default) and verify with --key or --policy; see `checkrein audit vkey`")
+    if code == 3 and report.signed_key_id:
+        hint = report.key_path  # from the log itself: printed only when it cannot drive the terminal
+        where = f" ({hint}, says the log)" if hint and hint.isprintable() else ""
+        print(f"this log is signed: verify with --key set to its signing key{where}, or its public key; "
+              "or --policy for witnesses; `checkrein audit vkey --config FILE` prints its verifier key")
+    elif code == 3:
+        print("sign the log (the default; `[audit] signing_key = false` turns it off) and verify with --key "
+              "or --policy; see `checkrein audit vkey`")
 
 
 def _filter(trace: str | None, session: str | None, tool: str | None, outcome: str | None, since: str | None) -> EventFilter:
