@@ -48,10 +48,11 @@ class CapturingTrail:
 
 
 def make_config(tmp_path: Path, policy: Mapping[str, Any] | None = None, **sections: Any) -> Config:
-    """A config whose lock lives in ``tmp_path`` (never in the working directory)."""
+    """A config whose lock and audit live in ``tmp_path`` (never in the working directory)."""
     gateway = {"lock_file": str(tmp_path / "checkrein.lock"), **sections.pop("gateway", {})}
+    audit = sections.pop("audit", {"dir": str(tmp_path / "checkrein-audit")})
     pol = {"analyzers": ANALYZERS_OFF, **(policy or {})}
-    return config_from_mapping({"gateway": gateway, "policy": pol, **sections})
+    return config_from_mapping({"gateway": gateway, "policy": pol, "audit": audit, **sections})
 
 
 def echo_server_config(name: str, *extra: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:

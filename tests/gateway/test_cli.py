@@ -104,3 +104,27 @@ def test_http_with_a_token_variable_that_is_unset_is_a_config_error(tmp_path: Pa
     config = write_config(tmp_path, [], gateway={"token": "${CHECKREIN_TEST_UNSET_TOKEN}"})
     result = runner.invoke(app, ["serve", "--config", str(config), "--transport", "http"])
     assert result.exit_code == 2 and "CHECKREIN_TEST_UNSET_TOKEN" in result.output
+
+
+@pytest.mark.parametrize("audit", [None, {"enabled": False}])
+def test_serve_says_where_the_audit_goes_or_that_it_is_off(tmp_path: Path, audit: dict[str, object] | None) -> None:
+    """Regression: with no `[audit] dir` there was no audit, and nothing said so."""
+    import subprocess
+    import sys
+
+    from gateway_support import child_env
+
+    from checkrein.audit import verify_log
+
+    config = write_config(tmp_path, [echo_server_config("echo")], policy={"allow": ["echo__echo"]}, audit=audit)
+    proc = subprocess.run(
+        [sys.executable, "-m", "checkrein", "serve", "--config", str(config)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=child_env(), timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    if audit is None:
+        assert f"audit log in {tmp_path / 'checkrein-audit'}" in proc.stderr
+        assert verify_log(tmp_path / "checkrein-audit").exit_code == 0
+    else:
+        assert "warning: the audit is OFF ([audit] enabled = false in" in proc.stderr
+        assert not (tmp_path / "checkrein-audit").exists()

@@ -134,6 +134,14 @@ def _ignore_stop_signals() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _report_audit(config: Config) -> None:
+    if config.audit_dir is None:
+        where = f" in {config.source}" if config.source else ""
+        _err(f"checkrein: warning: the audit is OFF ([audit] enabled = false{where}): no call is recorded")
+    else:
+        _err(f"checkrein: audit log in {config.audit_dir} (check it with `checkrein audit verify {config.audit_dir}`)")
+
+
 async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
     """Servers that failed to start are tried again every ``interval_s`` until they come up."""
     while gate.failures:
@@ -236,6 +244,7 @@ async def _serve_started(
     from checkrein.gate.reload import ConfigWatcher
 
     _report_start(gate)
+    _report_audit(config)
     if gate.failures:
         tg.start_soon(_retry_failed_starts, gate)
     if config.source:
@@ -406,7 +415,7 @@ async def _audit_pin(config: Config, plan: PinPlan) -> None:
     from checkrein.audit.record import LifecycleRecord
     from checkrein.gate.factory import default_audit
 
-    if not config.audit.dir:
+    if not config.audit.enabled:
         return
     trail = default_audit(config)
     try:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from checkrein.errors import ConfigError
 
 from ._locate import locate, show_line
-from .audit import AuditSettings
+from .audit import DEFAULT_AUDIT_DIR, AuditSettings
 from .env import Location, resolve_references, written_form
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
 from .policy import ApprovalSettings, BudgetSettings, PolicySettings
@@ -101,7 +101,11 @@ class Config(BaseModel):
 
     @property
     def audit_dir(self) -> Path | None:
-        return self.base_dir / self.audit.dir if self.audit.dir else None
+        """Where the audit trail is written (`[audit] dir`, default `checkrein-audit` beside the
+        config file); ``None`` only with ``[audit] enabled = false``."""
+        if not self.audit.enabled:
+            return None
+        return (self.base_dir / (self.audit.dir or DEFAULT_AUDIT_DIR)).resolve()
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:

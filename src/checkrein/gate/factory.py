@@ -3,7 +3,8 @@
 Defaults, one line each (other packages replace theirs here):
 
     upstreams   `UpstreamPool` of `[[servers]]` (list_changed and lifecycle events reach the gate)
-    audit       `open_audit_trail` when `[audit] dir` is set, else `NullAuditTrail`
+    audit       `open_audit_trail` (`[audit] dir`, default beside the config), `NullAuditTrail`
+                only with `[audit] enabled = false`
     approver    `build_approver([approval])`, with elicitation through the frontend's sessions
     budget      `InProcessBudget([budgets])` when limits are configured, else none
     inspector   `DefaultInspector([policy.results])`
@@ -32,7 +33,8 @@ from .seams import Approver, Budget
 __all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
 
 class NullAuditTrail:
-    """The trail used when `[audit] dir` is unset: always writable, keeps nothing."""
+    """The trail used with `[audit] enabled = false` (and by commands that serve no calls):
+    always writable, keeps nothing."""
 
     discards_records = True
     """Tells the gate it may skip building records nobody keeps (a per-call saving)."""
@@ -51,11 +53,12 @@ class NullAuditTrail:
 
 
 def default_audit(config: Config) -> AuditTrail:
-    """The chained log under `[audit] dir` (secrets found by the policy's finder), or nothing.
+    """The chained log under `Config.audit_dir` (secrets found by the policy's finder), or
+    nothing with `[audit] enabled = false`.
 
     Raises ``AuditUnavailable`` / ``AuditError`` when the log cannot be opened (fail closed).
     """
-    if not config.audit.dir:
+    if not config.audit.enabled:
         return NullAuditTrail()
     from checkrein.audit import open_audit_trail
     from checkrein.audit.signing import prepare_signing_key

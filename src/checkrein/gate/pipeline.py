@@ -400,6 +400,7 @@ class Gate:
                 ("[approval]", old.approval, config.approval),
                 ("[budgets]", old.budgets, config.budgets),
                 ("audit.dir", old.audit.dir, config.audit.dir),
+                ("audit.enabled", old.audit.enabled, config.audit.enabled),
             )
             if before != after
         ]

@@ -103,7 +103,7 @@ RULES: dict[str, Rule] = {
         _r("checkrein.invalid", "error", "checkrein config does not load", "Change the key named at the start of the message as it says; examples/checkrein.toml shows every key."),
         _r("checkrein.default-allow", "warning", "policy allows tools by default", 'Use default = "deny" and allow tools by name.'),
         _r("checkrein.plain-http", "warning", "remote upstream over plain HTTP", "Use https:// for servers that are not on loopback."),
-        _r("checkrein.no-audit-dir", "warning", "no audit directory", 'Set [audit] dir = "audit" so calls are kept in a verifiable log.'),
+        _r("checkrein.audit-disabled", "warning", "the audit is turned off", "Remove `enabled = false` from [audit]: an audit gateway records every call in a verifiable log."),
     )
 }
 
