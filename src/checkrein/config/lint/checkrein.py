@@ -28,7 +28,11 @@ def lint_checkrein(report: Report, text: str, data: dict[str, Any], environ: Map
             report.add("checkrein.invalid", problem.line, where + problem.detail, problem.fix)
         return
     if cfg.policy.default == "allow" or (cfg.policy.default is None and cfg.policy.template == "development"):
-        report.add("checkrein.default-allow", locate(text, ["policy", "default"]) or locate(text, ["policy"]), "tools not named in the policy are allowed")
+        unrated = " and, with no `template`, have no risk level, so none of them asks for approval" if cfg.policy.template is None else ""
+        report.add(
+            "checkrein.default-allow", locate(text, ["policy", "default"]) or locate(text, ["policy"]),
+            f"tools that no allow or deny rule names are allowed{unrated}",
+        )
     if not cfg.audit.enabled:
         unused = [k for k in ("dir", "signing_key") if getattr(cfg.audit, k) is not None]
         also = f"; {' and '.join(f'`{k}`' for k in unused)} {'is' if len(unused) == 1 else 'are'} then unused" if unused else ""
