@@ -25,6 +25,7 @@ from checkrein.config.importers import (
     render_servers,
     write_atomic,
 )
+from checkrein.config.importers.emit import self_command
 from checkrein.config.importers.toml_text import toml_key, toml_str, toml_value
 from checkrein.errors import ConfigError
 
@@ -139,8 +140,10 @@ def test_import_emit_import_gives_the_same_servers(tmp_path: Path) -> None:
     for fmt in ("claude", "codex", "harbor"):
         snippet = emit_client_config(fmt, config=str(cfg_path))  # type: ignore[arg-type]
         (entry,) = read_client_text(snippet, fmt, source="<emit>").servers  # type: ignore[arg-type]
-        assert entry.name == "checkrein" and entry.command == "checkrein"
-        assert entry.args == ("serve", "--config", str(cfg_path.resolve()))
+        # A local client starts this very checkrein; a Harbor task's container has its own.
+        program, prefix = ("checkrein", ()) if fmt == "harbor" else self_command()
+        assert entry.name == "checkrein" and entry.command == program
+        assert entry.args == (*prefix, "serve", "--config", str(cfg_path.resolve()))
     again = read_client_text(render_servers("claude", from_cfg), "claude", source="<again>")
     assert [s.identity() for s in again.servers] == [s.identity() for s in result.servers]
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+"""A ``[table]`` or ``[[array]]`` header line (group 1: the brackets, group 2: the name)."""
+_HEADER = HEADER
+
+
+def normalized_key(name: str) -> str:
+    """A header's dotted name with quotes and spaces around its parts removed."""
+    return _norm(name)
 
 
 def _norm(name: str) -> str:
