@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the gate, catalog and policy are imported where used: `serv
 __all__ = ["register"]
 
 EXIT_CODES = "Exit codes: 0 ok, 1 failure, 2 usage or config error."
+PIN_EXIT_CODES = "Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error."
 
 log = logging.getLogger("checkrein")
 
@@ -287,8 +288,6 @@ def serve(
 
     Edits to [policy] apply while running (the file is polled; SIGHUP forces a re-read); other
     changes are refused with a message until a restart.
-
-    Exit codes: 0 ok, 1 failure, 2 usage or config error.
     """
     if ui and transport is not Transport.http:
         _err("checkrein: --ui needs --transport http (or run `checkrein ui --config FILE` beside a stdio gateway)")
@@ -326,7 +325,7 @@ def tools(
 ) -> None:
     """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest, status).
 
-    Does not write checkrein.lock. Exit codes: 0 ok, 1 failure, 2 usage or config error.
+    Does not write checkrein.lock.
     """
     cfg = _load(config)
     _logging("error")
@@ -376,8 +375,6 @@ def pin(
 ) -> None:
     """Review tool definitions against checkrein.lock: print a diff per new, changed or removed
     tool, then record the current digests (after confirmation, or with --yes).
-
-    Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error.
     """
     from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
 
@@ -439,4 +436,4 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
     app.command("serve", epilog=EXIT_CODES)(serve)
     app.command("tools", epilog=EXIT_CODES)(tools)
-    app.command("pin", epilog=EXIT_CODES)(pin)
+    app.command("pin", epilog=PIN_EXIT_CODES)(pin)

@@ -90,6 +90,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: docstrings say `[policy]` and `[audit] dir`, which rich markup would eat, and
+    # rich's option table shows a `<bool>` placeholder after every flag (typer 0.29).
+    rich_markup_mode=None,
 )
 
 
