@@ -34,6 +34,7 @@ from checkrein.config.importers import (
 )
 from checkrein.config.importers.switch import default_client_file, switch_client_file
 from checkrein.config.lint import RULES, LintResult, lint_file
+from checkrein.config.problems import explained
 from checkrein.errors import CheckreinError, ConfigError
 
 __all__ = ["register"]
@@ -73,7 +74,7 @@ def _load(path: Path) -> Config:
     try:
         return load_config(path, unused=CREDENTIALS)  # no command here serves HTTP
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
 
 
 # -- import / emit ------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ def import_config(
         result = read_client_config(file, fmt.value if fmt else None)
         text = render_checkrein_config(result)
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
     if out is None:
         sys.stdout.write(text)
     else:
@@ -124,7 +125,7 @@ def emit(
             return
         text = emit_client_config(client.value, config=str(config), transport=transport.value, url=url, command=command, token_env=token_env)
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
     sys.stdout.write(text)
     if client is ClientChoice.claude:
         names = ", ".join(s.name for s in load_config(config, unset="keep").servers) or "(none)"

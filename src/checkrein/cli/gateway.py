@@ -25,7 +25,7 @@ from rich.table import Table
 
 from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
 from checkrein.config.env import Location
-from checkrein.config.problems import did_you_mean
+from checkrein.config.problems import did_you_mean, explained
 from checkrein.errors import CheckreinError, ConfigError
 
 if TYPE_CHECKING:  # the gate, catalog and policy are imported where used: `serve` starts the servers first
@@ -60,7 +60,7 @@ def _load(path: Path, transport: Transport | None = None) -> Config:
     try:
         return load_config(path, unused=_unused(transport))
     except ConfigError as exc:
-        _err(f"checkrein: {exc.message}")
+        _err(f"checkrein: {explained(exc)}")
         raise typer.Exit(2) from None
 
 
@@ -297,7 +297,7 @@ def serve(
     try:
         anyio.run(_serve, cfg, transport, host, port, ui)
     except ConfigError as exc:
-        _err(f"checkrein: {exc.message}")
+        _err(f"checkrein: {explained(exc)}")
         raise typer.Exit(2) from None
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message} ({exc.code})")

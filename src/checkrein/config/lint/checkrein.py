@@ -25,7 +25,9 @@ def lint_checkrein(report: Report, text: str, data: dict[str, Any], environ: Map
     except ConfigError as exc:
         for problem in exc.each():
             where = f"`{problem.key}`: " if problem.key else ""
-            report.add("checkrein.invalid", problem.line, where + problem.detail, problem.fix)
+            fix = problem.fix or (f"Change `{problem.key}` as the message says (examples/checkrein.toml shows every key)."
+                                  if problem.key else None)
+            report.add("checkrein.invalid", problem.line, where + problem.detail, fix)
         return
     if cfg.policy.default == "allow" or (cfg.policy.default is None and cfg.policy.template == "development"):
         unrated = " and, with no `template`, have no risk level, so none of them asks for approval" if cfg.policy.template is None else ""
