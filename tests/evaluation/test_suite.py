@@ -105,6 +105,6 @@ def test_demo_command_runs_selected_scenarios_and_exits_zero(tmp_path: Path) -> 
     assert len(reports) == 1 and "1/1 scenarios passed" in reports[0].read_text()
     bad = subprocess.run(
         [sys.executable, "-m", "checkrein", "demo", "--out", str(tmp_path), "-s", "nope"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     assert bad.returncode == 2 and "no such scenario" in bad.stdout + bad.stderr

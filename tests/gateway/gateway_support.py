@@ -180,7 +180,7 @@ def start_echo_http(port: int, *, sse: bool = False) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    wait_until(lambda: port_open(port), timeout=30, what="echo server (http)", proc=proc)
+    wait_until(lambda: port_open(port), timeout=300, what="echo server (http)", proc=proc)
     return proc
 
 
@@ -192,7 +192,7 @@ def start_http_gateway(config: Path, port: int, **env: str) -> subprocess.Popen[
         stderr=subprocess.PIPE,
     )
     health = f"http://127.0.0.1:{port}/health"
-    wait_until(lambda: port_open(port) and http_status(health)[0] == 200, timeout=60, what="checkrein http", proc=proc)
+    wait_until(lambda: port_open(port) and http_status(health)[0] == 200, timeout=300, what="checkrein http", proc=proc)
     return proc
 
 
