@@ -26,7 +26,7 @@ from checkrein.errors import CheckreinError
 
 __all__ = ["register"]
 
-audit_app = typer.Typer(
+audit_app = typer.Typer(rich_markup_mode=None,
     name="audit",
     help="Verify, query and follow the audit trail; generate signing keys.",
     no_args_is_help=True,

@@ -45,7 +45,7 @@ Command = Any  # typer's vendored click Command; typer does not export its type
 
 def commands_of(module: str) -> dict[str, Command]:
     """The click commands that `checkrein.cli.<module>`'s ``register`` adds, by name."""
-    sub = typer.Typer()
+    sub = typer.Typer(rich_markup_mode=None)
     importlib.import_module(f"checkrein.cli.{module}").register(sub)
     return dict(typer.main.get_group(sub).commands)
 

@@ -168,7 +168,7 @@ def tools(
 
 def register(app: typer.Typer) -> None:
     """Add `policy check` and `policy tools` to `app`."""
-    group = typer.Typer(help="Inspect the policy without starting any upstream.", no_args_is_help=True)
+    group = typer.Typer(rich_markup_mode=None, help="Inspect the policy without starting any upstream.", no_args_is_help=True)
     group.command("check")(check)
     group.command("tools")(tools)
     app.add_typer(group, name="policy")
