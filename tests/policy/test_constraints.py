@@ -99,6 +99,10 @@ def test_absolute_roots(path: str, ok: bool) -> None:
         ("ftp://api.example.com/", False),
         ("file:///etc/passwd", False),
         ("https://API.EXAMPLE.COM/", True),  # host names are case-insensitive
+        ("https://api\u3002example\u3002com/", True),  # ideographic dots: a client maps them to `.`
+        ("https://evil.com\\.api.example.com/", False),  # WHATWG: the backslash ends the host (evil.com)
+        ("https://api.example.com\t@evil.com/", False),  # TAB deleted: userinfo, then the real host
+        ("https://evil.com\\@api.example.com/", False),
     ],
 )
 def test_hosts_allow_exact_and_wildcard_hosts_only(url: str, ok: bool) -> None:
