@@ -240,8 +240,8 @@ def canonical_host(host: str) -> str:
 
 def _near(a: str, b: str, limit: int) -> bool:
     """Whether the optimal-string-alignment distance of ``a`` and ``b`` is at most ``limit`` (and not 0)."""
-    if a == b or abs(len(a) - len(b)) > limit:
-        return False
+    if a == b or abs(len(a) - len(b)) > limit or len(set(a) ^ set(b)) > 2 * limit:
+        return False  # each edit changes at most two members of the character sets
     prev2: list[int] = []
     prev = list(range(len(b) + 1))
     for i in range(1, len(a) + 1):
@@ -251,6 +251,8 @@ def _near(a: str, b: str, limit: int) -> bool:
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return False
         prev2, prev = prev, cur
     return prev[-1] <= limit
 
@@ -268,6 +270,7 @@ def _typo_of(h: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def classify_host(host: str) -> HostVerdict | None:
     """Why fetching ``host`` (no port, brackets kept for IPv6; any case or IDNA spelling) reaches
     something internal, or None when nothing is known against it."""
