@@ -121,7 +121,7 @@ def test_read_only_sql_uses_the_sql_classifier() -> None:
     fake = replace(p, classify_sql=lambda text: "read" if text.lower().startswith("select") else "write")
     assert run(fake, "t__x", {"q": "SELECT 1"}).effect == "allow"
     d = run(fake, "t__x", {"q": "DELETE FROM t"})
-    assert (d.effect, d.reasons) == ("deny", ("argument /q is not read-only SQL (classified write)",))
+    assert (d.effect, d.reasons) == ("deny", ("argument /q is not read-only SQL (classified write: modifies data)",))
 
 
 def test_read_only_sql_without_a_classifier_fails_closed() -> None:

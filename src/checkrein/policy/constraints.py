@@ -17,7 +17,10 @@ is left to the schema's ``required``. Semantics, all strict:
   to one listed (or under a ``*.example.com`` wildcard, which does not match the bare domain). The
   URL is read as a WHATWG client reads it (TAB/CR/LF deleted, a backslash ends the host) and hosts
   are compared after IDNA mapping, so no spelling reaches a host the check did not see.
-- ``read_only_sql``: the SQL analyzer's `classify_sql` must say ``read``.
+- ``read_only_sql``: the SQL analyzer's `classify_sql` must say ``read``: no statement with a side
+  effect (writes, DDL, `SELECT ... INTO`, nested DML, row locks, `nextval`, `set_config`, advisory
+  locks, server functions, unbounded `generate_series`...), judged on the parsed tree; the reason
+  names what was found.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from urllib.parse import urlsplit
 
 from checkrein.config.policy import ArgConstraint
 
+from .analyzers.sql import side_effect
 from .analyzers.urls import host_allowed
 from .schema import json_equal
 
@@ -194,7 +198,8 @@ class CompiledConstraint:
                 raise RuntimeError("read_only_sql is configured but the SQL analyzer is not available")
             kind = classify_sql(text)
             if kind != "read":
-                return f"is not read-only SQL (classified {kind})"
+                why = side_effect(text) if len(text) <= 65_536 else None
+                return f"is not read-only SQL (classified {kind}{': ' + why if why else ''})"
         return None
 
 
