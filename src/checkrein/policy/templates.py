@@ -79,6 +79,7 @@ __all__ = [
     "Classification",
     "Template",
     "classify",
+    "name_category",
     "name_words",
 ]
 
@@ -130,6 +131,11 @@ def _name_category(words: tuple[str, ...]) -> Category:
         elif w in _READ and found == "unknown":
             found = "read"
     return found
+
+
+def name_category(tool_name: str) -> Category:
+    """What a tool's own name says it does (rule 2's name signal), ignoring annotations and config."""
+    return _name_category(name_words(tool_name))
 
 
 def _annotation_category(annotations: Mapping[str, Any] | None) -> Category:
