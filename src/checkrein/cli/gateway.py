@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from checkrein.audit.record import LifecycleRecord
+from checkrein.catalog import PinPlan, plan_json, plan_pin, read_lock, render_plan, write_lock
 from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
 from checkrein.config.env import Location
 from checkrein.config.problems import did_you_mean, explained
@@ -36,8 +39,8 @@ if TYPE_CHECKING:  # the gate, catalog and policy are imported where used: `serv
 
 __all__ = ["register"]
 
-EXIT_CODES = "Exit codes: 0 ok, 1 failure, 2 usage or config error."
-PIN_EXIT_CODES = "Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error."
+EXIT_CODES = "Exit codes: 0 ok, 1 failure (tools: also when every server failed to start), 2 usage or config error."
+PIN_EXIT_CODES = "Exit codes: 0 written or up to date, 1 not confirmed, failed, or (--check) not up to date, 2 usage or config error."
 
 log = logging.getLogger("checkrein")
 
@@ -81,7 +84,7 @@ def _report_start(gate: Gate) -> None:
     for s in gate.catalog.skipped:
         _err(f"checkrein: not exposing {s.server}/{s.tool}: {s.reason}")
     for q in gate.catalog.quarantined:
-        _err(f"checkrein: quarantined {q.exposed}: {q.drift} (review with `checkrein pin`)")
+        _err(f"checkrein: quarantined {q.exposed}: {q.reason} (review with `checkrein pin`)")
     if gate.lock_written:
         _err(f"checkrein: wrote {gate.config.lock_path} (trust on first use); commit it")
     if not gate.failures:  # a server that is down has no tools for the rules to match
@@ -323,7 +326,8 @@ def tools(
     config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list for scripts.")] = False,
 ) -> None:
-    """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest, status).
+    """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest,
+    status, and why a tool is quarantined).
 
     Does not write checkrein.lock.
     """
@@ -335,16 +339,19 @@ def tools(
         _err(f"checkrein: {exc.message} ({exc.code})")
         raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         table = Table(title=f"{len(rows)} tool(s)")
         for col in ("name", "server", "tool", "risk", "digest", "status"):
             table.add_column(col)
         for r in rows:
             status = r["status"] if r["status"] == "ok" else f"[red]{r['status']}[/red]"
-            table.add_row(r["name"], r["server"], r["tool"], r["risk"], r["digest"][:19], status)
+            table.add_row(escape(r["name"]), escape(r["server"]), escape(r["tool"]), r["risk"], r["digest"][:19], status)
         Console().print(table)
     _report_start(gate)
+    if gate.failures and not gate.catalog.servers:
+        _err(f"checkrein: every server failed to start ({len(gate.failures)} of {len(gate.failures)}); no tools to list")
+        raise typer.Exit(1)
 
 
 async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], Gate]:
@@ -355,8 +362,9 @@ async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], G
 
 async def _catalog_rows_of(gate: Gate) -> tuple[list[dict[str, Any]], Gate]:
     async with gate:
-        rows = [
-            {
+        rows: list[dict[str, Any]] = []
+        for e in gate.catalog:
+            row: dict[str, Any] = {
                 "name": e.exposed,
                 "server": e.server,
                 "tool": e.tool,
@@ -364,17 +372,27 @@ async def _catalog_rows_of(gate: Gate) -> tuple[list[dict[str, Any]], Gate]:
                 "digest": e.digest,
                 "status": e.status,
             }
-            for e in gate.catalog
-        ]
+            if e.status != "ok":
+                row["reason"] = e.reason
+            rows.append(row)
     return rows, gate
 
 
 def pin(
     config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts); never accepts a flagged tool.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when any tool is unpinned, changed, removed or held back (for CI).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object (prompts go to stderr).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Also print a unified diff of every new, changed and removed tool.")] = False,
+    accept: Annotated[
+        list[str] | None,
+        typer.Option("--accept", metavar="TOOL", help="Pin this flagged tool anyway (exposed name; repeatable)."),
+    ] = None,
 ) -> None:
-    """Review tool definitions against checkrein.lock: print a diff per new, changed or removed
-    tool, then record the current digests (after confirmation, or with --yes).
+    """Review tool definitions against checkrein.lock: a summary first (tools, servers, what is new,
+    changed, removed, and what the tool-definition scan held back and why), then record the
+    current digests (after confirmation, or with --yes). A flagged tool is pinned only when
+    accepted by name (--accept TOOL, or by answering yes on a terminal).
     """
     from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
 
@@ -390,13 +408,19 @@ def pin(
         raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
     for name, why in sorted(gate.failures.items()):
         _err(f"checkrein: server {name!r} failed to start; its pins are kept as they are: {why}")
-    plan = plan_pin(gate.catalog, lock)
-    if lock is not None and not plan.has_changes:
-        typer.echo(f"{cfg.lock_path} is up to date ({len(plan.new_lock)} tool(s))")
-        return
-    typer.echo(render_plan(plan), nl=False)
-    if not yes and not typer.confirm(f"Write {cfg.lock_path}?", default=False):
+    accepted = _accepted_names(gate, accept or [], interactive=not (yes or check or as_json) and sys.stdin.isatty())
+    plan = plan_pin(gate.catalog, lock, accepted)
+    if check or (lock is not None and not plan.has_changes):
+        _show_plan(plan, cfg, as_json, diff, written=False)
+        if not check and not as_json:
+            typer.echo(f"{cfg.lock_path} is up to date ({len(plan.new_lock)} tool(s))")
+        raise typer.Exit(1 if check and (plan.needs_review or lock is None) else 0)
+    if not as_json:
+        _show_plan(plan, cfg, False, diff, written=False)
+    if not yes and not typer.confirm(f"Write {cfg.lock_path}?", default=False, err=as_json):
         _err("checkrein: not written")
+        if as_json:
+            _show_plan(plan, cfg, True, diff, written=False)
         raise typer.Exit(1)
     try:
         write_lock(cfg.lock_path, plan.new_lock)
@@ -404,7 +428,41 @@ def pin(
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(1) from None
-    typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
+    if as_json:
+        _show_plan(plan, cfg, True, diff, written=True)
+    else:
+        typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
+
+
+def _accepted_names(gate: Gate, accept: list[str], *, interactive: bool) -> set[str]:
+    """The flagged tools to pin: every ``--accept`` name (each must be a listed tool; a usage
+    error with close matches otherwise), plus those accepted at the terminal prompt."""
+    import difflib
+
+    entries = gate.catalog.entries
+    for name in accept:
+        if name not in entries:
+            close = difflib.get_close_matches(name, list(entries), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            _err(f"checkrein: --accept {name}: no such tool{hint}")
+            raise typer.Exit(2)
+        if not entries[name].flagged:
+            _err(f"checkrein: --accept {name}: the tool is not flagged; nothing to accept")
+    chosen = {n for n in accept if entries[n].flagged}
+    if interactive:
+        for e in gate.catalog.flagged:
+            if e.exposed not in chosen:
+                _err(f"checkrein: {e.exposed} was flagged: {e.flagged}")
+                if typer.confirm(f"Pin {e.exposed} anyway?", default=False, err=True):
+                    chosen.add(e.exposed)
+    return chosen
+
+
+def _show_plan(plan: PinPlan, cfg: Config, as_json: bool, details: bool, *, written: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(plan_json(plan, str(cfg.lock_path), written=written), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(render_plan(plan, cfg.lock_path.name, details=details), nl=False)
 
 
 async def _audit_pin(config: Config, plan: PinPlan) -> None:
@@ -425,6 +483,8 @@ async def _audit_pin(config: Config, plan: PinPlan) -> None:
                     "changed": list(plan.changed),
                     "removed": list(plan.removed),
                     "digests": {n: plan.new_lock[n].digest for n in (*plan.added, *plan.changed)},
+                    "accepted": dict(plan.accepted),
+                    "held": dict(plan.held),
                 },
             )
         )
