@@ -1,9 +1,13 @@
 """Detection benchmark: argument-attack recall, benign false positives, secrets precision/recall,
-and (when `checkrein.policy.injection` exists) prompt-injection recall/FPR, on the development
-corpora in `../shared/corpora` (see its README).
+prompt-injection recall/FPR, and the tool-definition scan (recall on poisoned descriptions, false
+positives on benign ones and on real servers' tools listed through `checkrein tools`), on the
+development corpora in `../shared/corpora` (see its README).
 
-    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--out docs/security-efficacy.md] [--no-write]
+    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--npm-dir DIR] [--out docs/security-efficacy.md] [--no-write]
 
+``--npm-dir`` is a directory where the npm reference servers are installed (no network here:
+`npm install --prefix DIR @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory
+@modelcontextprotocol/server-everything @modelcontextprotocol/server-sequential-thinking` first).
 Every corpus line is an opaque string handed to the analyzers; nothing is executed or fetched.
 Exits 0 with a message when the corpora are absent.
 """
@@ -152,7 +156,7 @@ def benign(corpora: Path) -> tuple[list[list[str]], Counter[str], Counter[str], 
     timings: list[float] = []
     for r in rows:
         name = r["arg"].split(".")[-1]
-        kind = kind_from_name(name)
+        kind = kind_from_name(name, "", r["tool"])  # the product also reads the tool (an ambiguous `query`)
         kinds_used[kind or "untyped"] += 1
         t0 = time.thread_time()  # CPU time of this thread: stable when the machine is busy
         tf = _scan(r["value"], kind)
@@ -264,6 +268,85 @@ def injection(corpora: Path) -> tuple[list[list[str]], str] | None:
     return table, "checkrein.policy.injection.detect_injection"
 
 
+def definitions(corpora: Path) -> tuple[list[list[str]], list[str]]:
+    """The tool-definition scan on `descriptions/tool_descriptions.jsonl`: recall per poisoned
+    category, false positives per benign source."""
+    from checkrein.catalog.model import ToolDefinition
+    from checkrein.policy.analyzers.descriptions import scan_tool_definition
+
+    path = corpora / "descriptions" / "tool_descriptions.jsonl"
+    if not path.exists():
+        return [], []
+    groups: dict[str, list[bool]] = defaultdict(list)
+    misses: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        scan = scan_tool_definition(ToolDefinition("corpus", row["tool"], row["description"], {"type": "object"}))
+        key = f"poisoned: {row['category']}" if row["label"] else f"benign: {row['source']}"
+        groups[key].append(scan.flagged)
+        if bool(row["label"]) != scan.flagged:
+            misses.append(f"{key}: {row['tool']} score {scan.score}: {row['description'][:100]!r}")
+    rows = []
+    for key, flags in sorted(groups.items()):
+        hit = sum(flags)
+        rate = _pct(hit / len(flags))
+        rows.append([key, str(len(flags)), str(hit), rate if key.startswith("poisoned") else "", rate if key.startswith("benign") else ""])
+    return rows, misses
+
+
+_BUNDLED = {n: ["-m", f"checkrein.servers.{n}"] for n in ("monitor", "sandbox", "knowledge")}
+_NPM = {
+    "filesystem": ("@modelcontextprotocol/server-filesystem", "mcp-server-filesystem", ["."]),
+    "memory": ("@modelcontextprotocol/server-memory", "mcp-server-memory", []),
+    "everything": ("@modelcontextprotocol/server-everything", "mcp-server-everything", []),
+    "sequentialthinking": ("@modelcontextprotocol/server-sequential-thinking", "mcp-server-sequential-thinking", []),
+}
+
+
+def real_servers(npm_dir: Path | None) -> tuple[list[list[str]], list[str]]:
+    """Every tool of the bundled servers and the npm reference servers, listed through
+    `checkrein tools --json` by a fresh gateway with no lock: each must stay `ok`."""
+    import subprocess
+    import tempfile
+
+    servers: list[tuple[str, str, list[str], str]] = [(n, sys.executable, a, "bundled") for n, a in _BUNDLED.items()]
+    missing: list[str] = []
+    for name, (package, binary, args) in _NPM.items():
+        exe = (npm_dir / "node_modules" / ".bin" / binary) if npm_dir is not None else None
+        if exe is not None and exe.exists():
+            servers.append((name, str(exe), args, package))
+        else:
+            missing.append(package)
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="checkrein-defs-") as tmp:
+        lines = ['[gateway]\nname = "definitions"\n']
+        for name, command, args, _ in servers:
+            lines.append(f"[[servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\ntimeout_s = 60\n")
+        cfg = Path(tmp) / "checkrein.toml"
+        cfg.write_text("\n".join(lines), encoding="utf-8")
+        proc = subprocess.run(
+            [sys.executable, "-m", "checkrein", "tools", "--config", str(cfg), "--json"],
+            capture_output=True, text=True, timeout=600, cwd=tmp, check=False,
+        )
+        try:
+            listed = json.loads(proc.stdout or "[]")
+        except ValueError:
+            listed = []
+            notes.append(f"`checkrein tools` failed (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
+    by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in listed:
+        by_server[row["server"]].append(row)
+    for name, _, _, origin in servers:
+        got = by_server.get(name, [])
+        ok = sum(1 for r in got if r["status"] == "ok")
+        rows.append([name, origin, str(len(got)), str(ok), str(len(got) - ok)])
+        notes.extend(f"{r['name']}: {r.get('reason', r['status'])}" for r in got if r["status"] != "ok")
+    if missing:
+        notes.append("not installed (pass --npm-dir): " + ", ".join(missing))
+    return rows, notes
+
+
 def markdown_table(header: list[str], rows: Iterable[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
@@ -276,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "security-efficacy.md")
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite the doc")
     parser.add_argument("--verbose", "-v", action="store_true", help="print misses and false positives")
+    parser.add_argument("--npm-dir", type=Path, default=None, help="where the npm reference servers are installed (npm install --prefix DIR ...)")
     args = parser.parse_args(argv)
     corpora: Path = args.corpora
     if not (corpora / "args" / "attacks").is_dir():
@@ -289,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     benign_table.insert(2, prose_row)
     secret_rows, secret_fns, secret_fps = secrets(corpora)
     inj = injection(corpora)
+    definition_rows, definition_misses = definitions(corpora)
+    server_rows, server_notes = real_servers(args.npm_dir)
     elapsed = time.perf_counter() - started
 
     sections: list[str] = []
@@ -311,8 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     sections.append("### Typed recall per upstream list\n\n" + markdown_table(["class", "list", "lines", "recall typed"], src_rows))
     sections.append(
         "## Benign arguments: false positives\n\n"
-        "`args/benign/args.jsonl`; the kind comes from the argument name through `kind_from_name`, as the product "
-        "infers it from a schema without a `format`.\n\n"
+        "`args/benign/args.jsonl`; the kind comes from the argument name and the tool's name through `kind_from_name`, "
+        "as the product infers it from a schema without a `format`.\n\n"
         + markdown_table(["mode", "rows", "flagged", "false-positive rate"], benign_table)
         + "\n\nFindings behind the typed false positives: "
         + ", ".join(f"`{k}` {v}" for k, v in typed_kinds.most_common() if v)
@@ -334,6 +420,14 @@ def main(argv: list[str] | None = None) -> int:
             f"## Prompt injection: `{name}`\n\n"
             + markdown_table(["group", "injected", "recall", "clean", "false-positive rate"], table)
         )
+    sections.append(
+        "## Tool definitions: `checkrein.policy.analyzers.descriptions` (scan before trust)\n\n"
+        "`descriptions/tool_descriptions.jsonl`, each row as the description of one tool with an empty schema.\n\n"
+        + markdown_table(["group", "rows", "flagged", "recall", "false-positive rate"], definition_rows)
+        + "\n\nReal servers' tools, listed through `checkrein tools --json` by a fresh gateway with no lock (every tool must be `ok`):\n\n"
+        + markdown_table(["server", "from", "tools", "ok", "quarantined"], server_rows)
+        + ("\n\n" + "\n".join(f"- {n}" for n in server_notes) if server_notes else "")
+    )
     report = "\n\n".join(sections)
     print(report)
     print(f"\n(measured in {elapsed:.1f} s)")
@@ -354,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
             print("   ", e)
         print("\n-- secrets false positives:")
         for e in secret_fps:
+            print("   ", e)
+        print("\n-- tool-definition scan misses and false positives:")
+        for e in definition_misses:
             print("   ", e)
     if not args.no_write:
         _write_doc(args.out, report, corpora)
