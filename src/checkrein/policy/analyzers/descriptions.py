@@ -164,11 +164,12 @@ def _parameter_signals(d: ToolDefinition, description: str) -> list[tuple[str, S
     out: list[tuple[str, Signal]] = []
     params = _parameters(d.input_schema)
     tool_words = _words(d.name) | _words(d.title or "")
+    lowered = description.lower()
     for name in params:
         words = _words(name)
         if words & _INTROSPECTION_PARAMS and not tool_words & _CHATTY_TOOLS and not words & {"id", "ids", "name", "type", "limit", "count"}:
             out.append((f"inputSchema/properties/{name}/(name)", Signal("smuggling", 0.5, f"parameter {name!r} asks for the conversation or the prompt", "introspection_parameter")))
-        if len(name) >= 2 and description:
+        if len(name) >= 2 and name.lower() in lowered:  # the pattern needs the name: one substring test per parameter, not one regex
             pattern = re.compile(
                 r"\b(?:pass|put|include|add|insert|send|provide|place|store|write|attach|fill|append|copy|paste|embed)\b[^.!?\n]{0,100}?"
                 r"\b(?:as|in|into|to|via|inside|under|using|through)\s(?:the\s)?[`'\"]?" + re.escape(name.lower()) + r"[`'\"]?(?:\s(?:parameter|argument|field|param))?\b",
