@@ -394,7 +394,6 @@ def pin(
     current digests (after confirmation, or with --yes). A flagged tool is pinned only when
     accepted by name (--accept TOOL, or by answering yes on a terminal).
     """
-    from checkrein.catalog import plan_pin, read_lock, render_plan, write_lock
 
     cfg = _load(config)
     _logging("error")
@@ -467,7 +466,6 @@ def _show_plan(plan: PinPlan, cfg: Config, as_json: bool, details: bool, *, writ
 
 async def _audit_pin(config: Config, plan: PinPlan) -> None:
     """Record the pin change in the audit trail, when there is one (`pin.change`)."""
-    from checkrein.audit.record import LifecycleRecord
     from checkrein.gate.factory import default_audit
 
     if not config.audit.enabled:
