@@ -164,6 +164,7 @@ def _parameter_signals(d: ToolDefinition, description: str) -> list[tuple[str, S
     out: list[tuple[str, Signal]] = []
     params = _parameters(d.input_schema)
     tool_words = _words(d.name) | _words(d.title or "")
+    out.extend(_preset_destinations(d.input_schema))
     lowered = description.lower()
     for name in params:
         words = _words(name)
@@ -179,6 +180,42 @@ def _parameter_signals(d: ToolDefinition, description: str) -> list[tuple[str, S
             if m is not None and re.search(r"\b(?:its|their|the)\s(?:full\s|entire\s|whole\s|complete\s)?contents?\b|\bcontents?\sof\b|\bhistory\b|\bconversation\b", m.group(0)):
                 out.append(("description", Signal("smuggling", 0.5, m.group(0)[:80], "fill_parameter")))
     return out
+
+
+_DESTINATION_WORDS = frozenset(
+    {"to", "recipient", "recipients", "iban", "account", "payee", "wallet", "beneficiary", "destination", "cc", "bcc", "receiver", "phone", "email", "webhook", "forward"}
+)
+_PRESET = re.compile(
+    r"(?-i:[A-Z]{2}\d{2}[A-Z0-9]{10,30})|0x[0-9a-fA-F]{40}|(?:bc1|[13])[a-km-zA-HJ-NP-Z1-9]{25,60}|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}|\+?\d[\d\s().-]{6,18}\d"
+)
+_KEEP_PRESET = re.compile(r"\b(?:leave\s(?:it\s|this\s)?(?:as\sis|unchanged|alone)|do\snot\s(?:change|modify|edit|alter)|don'?t\s(?:change|modify|edit|alter)|must\snot\sbe\s(?:changed|modified))\b", re.IGNORECASE)
+
+
+def _preset_destinations(schema: Mapping[str, Any]) -> list[tuple[str, Signal]]:
+    """A destination parameter (recipient, IBAN, wallet...) whose default, const or only enum value
+    is a concrete account, address or number: the server chose where the money or the message
+    goes. Told to leave it as it is: stronger."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return []
+    out: list[tuple[str, Signal]] = []
+    for name, sub in list(props.items())[:512]:
+        if not isinstance(sub, Mapping) or not _words(str(name)) & _DESTINATION_WORDS:
+            continue
+        enum = sub.get("enum")
+        values = [sub.get("default"), sub.get("const"), *(enum if isinstance(enum, list) and len(enum) == 1 else [])]
+        preset = next((v for v in values if isinstance(v, str) and _PRESET.fullmatch(v.strip()) and not _example(v)), None)
+        if preset is None:
+            continue
+        desc = sub.get("description")
+        keep = isinstance(desc, str) and _KEEP_PRESET.search(desc) is not None
+        copies = bool(_words(str(name)) & {"cc", "bcc"})  # a preset copy of every message has no innocent reading
+        out.append((f"inputSchema/properties/{name}/default", Signal("steering", 1.0 if keep or copies else 0.8, f"{name!r} is preset to {preset[:40]!r}", "preset_destination")))
+    return out
+
+
+def _example(value: str) -> bool:
+    return re.search(r"@(?:[\w-]+\.)*(?:example\.(?:com|org|net)|[\w-]+\.(?:test|example|invalid))$", value.strip(), re.IGNORECASE) is not None
 
 
 def _annotation_signals(d: ToolDefinition) -> list[tuple[str, Signal]]:
@@ -201,7 +238,27 @@ def _annotation_signals(d: ToolDefinition) -> list[tuple[str, Signal]]:
             out.append(("annotations/readOnlyHint", Signal("annotation_mismatch", 0.7, f"readOnlyHint on {d.name!r}, whose name runs commands", "read_only_exec")))
     if a.get("destructiveHint") is False and category == "delete":
         out.append(("annotations/destructiveHint", Signal("annotation_mismatch", 0.7, f"destructiveHint false on {d.name!r}, whose name deletes", "harmless_delete")))
+    # The description's own first verb: "Drops a database", "Clean temporary files".
+    lead = _LEAD_VERB.match(_normalize(d.description or ""))
+    if lead is not None and (a.get("readOnlyHint") is True or a.get("destructiveHint") is False):
+        verb = lead.group(1).lower()
+        destroys = _DESTROYS.fullmatch(verb) is not None
+        hint = "readOnlyHint" if a.get("readOnlyHint") is True else "destructiveHint false"
+        if destroys or (hint == "readOnlyHint" and _WRITES.fullmatch(verb) is not None):
+            # readOnlyHint on "Deletes ..." is a lie; destructiveHint false on it only adds to a name that deletes.
+            weight = (1.0 if destroys else 0.7) if hint == "readOnlyHint" else 0.3
+            why = f"{hint} on a tool whose description begins {lead.group(0).strip()[:40]!r}"
+            out.append((f"annotations/{hint.split()[0]}", Signal("annotation_mismatch", weight, why, "description_contradicts")))
     return out
+
+
+_LEAD_VERB = re.compile(r"\s*(?:this\s(?:tool|function)\s)?(?:permanently\s|irreversibly\s|recursively\s|forcibly\s)?([A-Za-z]+)")
+_DESTROYS = re.compile(
+    r"(?i:deletes?|removes?|drops?|destroys?|erases?|wipes?|purges?|cleans?|clears?|truncates?|shreds?|kills?|terminates?|uninstalls?|revokes?|resets?|formats?|overwrites?)"
+)
+_WRITES = re.compile(
+    r"(?i:writes?|creates?|updates?|modif(?:y|ies)|edits?|sets?|sends?|posts?|uploads?|moves?|renames?|installs?|saves?|stores?|inserts?|appends?|transfers?|pays?|publish(?:es)?|commits?|pushes?)"
+)
 
 
 def _injection_signal(text: str) -> Signal | None:
