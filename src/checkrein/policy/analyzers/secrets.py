@@ -368,11 +368,11 @@ def _direct(t: str) -> list[SecretSpan]:
                 if sum(c.isalnum() for c in body[:256]) < 8 or _dummy(body):
                     continue
             spans.append(SecretSpan(s, e, rule.kind))
-    if any(k in lowered for k in _KEYWORD_PREFILTER):
+    if any(map(lowered.__contains__, _KEYWORD_PREFILTER)):
         spans.extend(_keyword_spans(t))
         if "=" in t:
             spans.extend(_comparison_spans(t))
-    if any(k in lowered for k in _FOREIGN_PREFILTER):
+    if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
         spans.extend(_spoken_password_spans(t))
     return spans
 
@@ -437,7 +437,7 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
         return True
     if " " in value or not value.isascii():
         lowered = value.lower()
-        if any(k in lowered for k in _FOREIGN_PREFILTER):
+        if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
             return True
     return len(value) >= 16 and _LONG_TOKEN.search(value) is not None
 

@@ -141,8 +141,8 @@ _MAX_PATHS = 32
 def home_paths(text: str) -> list[str]:
     """Every path in ``text`` that starts at a home or credential directory (at most 32 of each
     reading: segments without spaces, and segments with them). Linear."""
-    if not any(c in text for c in "~$%/\\."):
-        return []
+    if "/" not in text and "\\" not in text:
+        return []  # every reading needs a separator after its start
     out: list[str] = []
     for regex in (_HOME_PATH, _HOME_PATH_SPACED):
         for _, m in zip(range(_MAX_PATHS), regex.finditer(text), strict=False):
