@@ -4,6 +4,11 @@ Run: `.venv/bin/python benchmarks/decide.py [--quick]`. Everything is in-process
 corpus, no network): a catalog of file, web, database and shell tools across many servers, a policy
 with allow/deny globs, per-tool risks, argument constraints, and ALL analyzers on (the real
 `scan_arguments`). Also reports the engine alone (analyzers off) and `compile_policy` time.
+
+`--baseline REF` (a git ref, e.g. `main`) measures the 400 B call with all analyzers on for this
+tree and for REF's `src/` (extracted with `git archive` into a temporary directory) in alternating
+subprocesses, `--rounds` times each, and prints both medians and their ratio: on a busy machine
+only a comparison within one run means anything.
 """
 
 from __future__ import annotations
@@ -159,7 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--wall", action="store_true", help="time with the wall clock (default: this thread's CPU time, robust on a busy machine)"
     )
+    ap.add_argument("--baseline", metavar="REF", help="compare the 400 B call with this git ref's src/ (alternating subprocesses)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per tree with --baseline")
+    ap.add_argument("--small-only", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
+    if ns.baseline:
+        return compare(ns.baseline, ns.rounds, ns.wall)
     small_n, big_n = (2000, 30) if ns.quick else (20000, 300)
     clock = time.perf_counter_ns if ns.wall else time.thread_time_ns
 
@@ -167,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = {"400 B": len(canonical_json(SMALL_ARGS)), "64 KB": len(canonical_json(big_args))}
     who = Identity("alice", source="stdio")
     rows: list[dict[str, Any]] = []
-    for n in (10, 10_000):
+    for n in (10,) if ns.small_only else (10, 10_000):
         tools = catalog(n)
-        for analyzers in ("all on", "off"):
+        for analyzers in ("all on",) if ns.small_only else ("all on", "off"):
             config = parse_config(POLICY + (ANALYZERS_OFF if analyzers == "off" else ""))
             t0 = time.perf_counter()
             policy = compile_policy(config, tools)
@@ -178,10 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"analyzers unavailable: {policy.analyzers_missing}", file=sys.stderr)
                 return 1
             session = SessionState("bench")
-            for label, exposed, args, iters in (
-                ("400 B", "fs0__read_file", SMALL_ARGS, small_n),
-                ("64 KB", "fs0__write_file", big_args, big_n),
-            ):
+            cases = [("400 B", "fs0__read_file", SMALL_ARGS, small_n), ("64 KB", "fs0__write_file", big_args, big_n)]
+            for label, exposed, args, iters in cases[:1] if ns.small_only else cases:
                 call = ToolCall(who, "bench", "t", "s", exposed, args, server="fs0", tool=exposed.split("__")[1])
                 d = decide(policy, call, session, 0.0)
                 p50, p99 = measure(functools.partial(decide, policy, call, session, 0.0), iters, clock)
@@ -206,6 +214,43 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['tools']:>6}  {r['analyzers']:<9}  {r['call']:<16}  {r['effect']:<6}  "
             f"{r['p50_us']:>8}  {r['p99_us']:>8}  {r['compile_ms']:>10}"
         )
+    return 0
+
+
+def compare(ref: str, rounds: int, wall: bool) -> int:
+    """p50 of the 400 B call (10 tools, analyzers on) for this tree and for ``ref``, alternating."""
+    import subprocess
+    import tarfile
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    here = repo / "src"
+    with tempfile.TemporaryDirectory(prefix="checkrein-baseline-") as tmp:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "src"], capture_output=True, check=False)
+        if archive.returncode != 0:
+            print(f"cannot read {ref}: {archive.stderr.decode(errors='replace').strip()}", file=sys.stderr)
+            return 2
+        tar_path = Path(tmp) / "src.tar"
+        tar_path.write_bytes(archive.stdout)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(tmp, filter="data")
+        trees = {"this tree": here, ref: Path(tmp) / "src"}
+        p50s: dict[str, list[float]] = {name: [] for name in trees}
+        for _ in range(rounds):
+            for name, src in trees.items():
+                cmd = [sys.executable, __file__, "--json", "--small-only"] + (["--wall"] if wall else [])
+                out = subprocess.run(cmd, capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(src)}, check=False)
+                rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+                if not rows:
+                    print(f"{name}: no result ({out.stderr.strip()[:300]})", file=sys.stderr)
+                    return 1
+                p50s[name].append(rows[0]["p50_us"])
+    mine, base = statistics.median(p50s["this tree"]), statistics.median(p50s[ref])
+    print(f"decide p50, 400 B call, 10 tools, analyzers on ({rounds} alternating rounds, {'wall' if wall else 'CPU'} time):")
+    for name, values in p50s.items():
+        print(f"  {name:<12} median {statistics.median(values):7.1f} us   rounds {', '.join(f'{v:.1f}' for v in values)}")
+    print(f"  ratio this/{ref}: {mine / base:.3f}")
     return 0
 
 

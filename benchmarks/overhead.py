@@ -146,6 +146,9 @@ args = [{args}]
 
 [policy]
 allow = ["echo__echo"]{off}
+
+[audit]
+enabled = false   # the gateway's own overhead; benchmarks/audit.py measures the audit
 """,
         encoding="utf-8",
     )

@@ -17,7 +17,7 @@ runner = CliRunner()
 
 def _checkrein(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "checkrein", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=300, check=False)
 
 
 def test_kb_seed_is_idempotent(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_a_run_where_the_server_shows_no_tools_warns_even_when_quiet(tmp_path: P
     proc = subprocess.run(
         [sys.executable, "-m", "checkrein", "run", "--server", f"python {server}", "--script", str(script),
          "--query", "hi", "--trace-dir", str(tmp_path / "t"), "--quiet"],
-        env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "the server shows no tools" in " ".join(proc.stderr.split())

@@ -101,3 +101,25 @@ def test_only_the_witness_client_module_imports_the_network() -> None:
             if any(n.split(".")[0] in network for n in names):
                 offenders.append(path.name)
     assert sorted(set(offenders)) == ["witness_http.py"]
+
+
+def test_verify_without_a_key_says_the_log_is_signed_and_where_its_key_is(tmp_path: Path) -> None:
+    """A newcomer who runs `audit verify DIR` on a signed log is told which key to pass, and it works."""
+    cfg = _config(tmp_path)
+    _serve_once(cfg)
+    audit, key = tmp_path / "audit", tmp_path / "gw.audit-key"
+    bare = runner.invoke(app, ["audit", "verify", str(audit)])
+    assert bare.exit_code == 3 and bare.output.startswith("VALID (UNANCHORED):"), bare.output
+    assert "this log is signed" in bare.output and str(key) in bare.output
+    report = json.loads(runner.invoke(app, ["audit", "verify", str(audit), "--json"]).output)
+    assert report["key_path"] == str(key) and report["signed_key_id"] and not report["anchored"]
+    keyed = runner.invoke(app, ["audit", "verify", str(audit), "--key", str(key)])
+    assert keyed.exit_code == 0 and keyed.output.startswith("VALID:"), keyed.output
+
+
+def test_verify_of_an_unsigned_log_says_how_to_sign_it(tmp_path: Path) -> None:
+    """With `signing_key = false` there is no key to name: the advice is to sign the log."""
+    cfg = _config(tmp_path, "signing_key = false\n")
+    _serve_once(cfg)
+    res = runner.invoke(app, ["audit", "verify", str(tmp_path / "audit")])
+    assert res.exit_code == 3 and "sign the log" in res.output and "this log is signed" not in res.output

@@ -58,11 +58,12 @@ def test_a_toml_syntax_error_shows_the_line() -> None:
     text = '[policy]\nallow = ["a"\ndeny = []\n'
     with pytest.raises(ConfigError) as ei:
         parse_config(text, source="c.toml")
-    assert ei.value.line == 3
+    assert (ei.value.line, ei.value.key) == (2, "policy.allow")
     assert '  2 | allow = ["a"' in str(ei.value) and "  3 | deny = []" in str(ei.value)
     result = lint_text(text, path="anything.toml")
     (finding,) = result.findings
-    assert finding.rule == "file.syntax" and finding.line == 3 and '2 | allow = ["a"' in finding.message
+    assert finding.rule == "file.syntax" and finding.line == 2 and '2 | allow = ["a"' in finding.message
+    assert finding.message.startswith("`policy.allow`: ") and "close the array with `]`" in finding.fix
 
 
 def test_lint_reports_every_problem_naming_the_key() -> None:

@@ -183,10 +183,10 @@ def _serve_like_the_sidecar(config: Path, cwd: Path, env: dict[str, str]) -> tup
     seen: list[str] = []
     while True:
         try:
-            line = lines.get(timeout=60)
+            line = lines.get(timeout=300)
         except queue.Empty:
             proc.kill()
-            raise AssertionError(f"gateway did not start within 60 s: {''.join(seen)[-2000:]}") from None
+            raise AssertionError(f"gateway printed nothing for 300 s: {''.join(seen)[-2000:]}") from None
         seen.append(line)
         m = re.search(r"serving Streamable HTTP on http://\S+:(\d+)/mcp", line)
         if m:
@@ -222,7 +222,7 @@ def test_reference_solution_passes_against_a_real_gateway_sidecar(verifier: Modu
             tar.add(tmp_path / "audit", arcname="audit")  # what the collect hook does, gateway still running
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)
     assert _run(verifier, tmp_path, tar_path, report.read_text()) == (0, "1")
 
 

@@ -25,7 +25,9 @@ from checkrein.config.importers import (
     render_servers,
     write_atomic,
 )
+from checkrein.config.importers.emit import self_command
 from checkrein.config.importers.toml_text import toml_key, toml_str, toml_value
+from checkrein.config.lint import RULES, lint_text
 from checkrein.errors import ConfigError
 
 CLIENTS = Path(__file__).parent / "fixtures" / "clients"
@@ -139,8 +141,10 @@ def test_import_emit_import_gives_the_same_servers(tmp_path: Path) -> None:
     for fmt in ("claude", "codex", "harbor"):
         snippet = emit_client_config(fmt, config=str(cfg_path))  # type: ignore[arg-type]
         (entry,) = read_client_text(snippet, fmt, source="<emit>").servers  # type: ignore[arg-type]
-        assert entry.name == "checkrein" and entry.command == "checkrein"
-        assert entry.args == ("serve", "--config", str(cfg_path.resolve()))
+        # A local client starts this very checkrein; a Harbor task's container has its own.
+        program, prefix = ("checkrein", ()) if fmt == "harbor" else self_command()
+        assert entry.name == "checkrein" and entry.command == program
+        assert entry.args == (*prefix, "serve", "--config", str(cfg_path.resolve()))
     again = read_client_text(render_servers("claude", from_cfg), "claude", source="<again>")
     assert [s.identity() for s in again.servers] == [s.identity() for s in result.servers]
 
@@ -171,6 +175,36 @@ def test_unreadable_client_config_is_a_config_error_with_a_line(tmp_path: Path) 
     with pytest.raises(ConfigError) as ei:
         read_client_config(broken)
     assert ei.value.line == 4
+
+
+def test_every_bad_server_is_reported_with_its_line_and_the_key_it_was_meant_to_be() -> None:
+    """Regression: import stopped at the first bad server, and a typo'd `comand` got no hint."""
+    claude = '{"mcpServers": {\n  "a": {"comand": "npx"},\n  "ok": {"command": "x", "comand": "y"},\n  "c": {"command": 5}\n}}\n'
+    with pytest.raises(ConfigError) as ei:
+        read_client_text(claude, "claude", source=".mcp.json")
+    got = [(p.line, p.key) for p in ei.value.each()]
+    assert got == [(2, "mcpServers.a"), (4, "mcpServers.c")]
+    assert "`comand` is not a Claude key (did you mean `command`?)" in ei.value.each()[0].detail
+    codex = '[mcp_servers.a]\ncomand = "x"\n[mcp_servers.b]\nurl = 5\n'
+    with pytest.raises(ConfigError) as ei:
+        read_client_text(codex, "codex", source="config.toml")
+    assert [(p.line, p.key) for p in ei.value.each()] == [(1, "mcp_servers.a"), (3, "mcp_servers.b")]
+    assert "`url` must be a string" in ei.value.each()[1].detail
+    notes = read_client_text('{"mcpServers": {"ok": {"command": "x", "comand": "y"}}}', "claude", source=".mcp.json").notes
+    assert [n.message for n in notes] == ["ignored key 'comand' (did you mean `command`?)"]
+
+
+def test_lint_suggests_the_key_a_typo_meant() -> None:
+    """lint's unknown-key findings in Claude and Codex files name the close match and the rename."""
+    claude = lint_text('{"mcpServers": {"a": {"comand": "npx"}}}', path=".mcp.json")
+    assert [(f.rule, f.fix) for f in claude.findings] == [
+        ("claude.server-shape", RULES["claude.server-shape"].fix),
+        ("claude.unknown-server-key", "Rename `comand` to `command`."),
+    ]
+    assert "neither `command` (stdio) nor `url`" in claude.findings[0].message
+    codex = lint_text('[mcp_servers.a]\ncommand = "x"\nenv_var = ["A"]\n[mcp_servers.b]\nurl = 5\n', path="config.toml", kind="codex")
+    assert ("codex.unknown-server-key", "Rename `env_var` to `env_vars`.") in [(f.rule, f.fix) for f in codex.findings]
+    assert any("`url` must be a string" in f.message for f in codex.findings)
 
 
 def test_write_atomic_leaves_no_partial_file(tmp_path: Path) -> None:

@@ -79,7 +79,9 @@ def test_a_scenario_whose_expectation_is_wrong_fails_with_the_reason(tmp_path: P
     result = json.loads(out.read_text())
     assert not result["passed"]
     assert any("expected allow, got deny" in f for f in result["failures"])
-    assert result["audit_verified"]
+    assert result["audit_verified"]  # with the key serve made beside the scenario's config
+    assert (tmp_path / "work" / "checkrein.audit-key").is_file()
+    assert not any("audit" in f for f in result["failures"])
 
 
 def test_a_malformed_scenario_names_its_file(tmp_path: Path) -> None:
@@ -103,6 +105,6 @@ def test_demo_command_runs_selected_scenarios_and_exits_zero(tmp_path: Path) -> 
     assert len(reports) == 1 and "1/1 scenarios passed" in reports[0].read_text()
     bad = subprocess.run(
         [sys.executable, "-m", "checkrein", "demo", "--out", str(tmp_path), "-s", "nope"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     assert bad.returncode == 2 and "no such scenario" in bad.stdout + bad.stderr

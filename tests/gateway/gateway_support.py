@@ -48,10 +48,11 @@ class CapturingTrail:
 
 
 def make_config(tmp_path: Path, policy: Mapping[str, Any] | None = None, **sections: Any) -> Config:
-    """A config whose lock lives in ``tmp_path`` (never in the working directory)."""
+    """A config whose lock and audit live in ``tmp_path`` (never in the working directory)."""
     gateway = {"lock_file": str(tmp_path / "checkrein.lock"), **sections.pop("gateway", {})}
+    audit = sections.pop("audit", {"dir": str(tmp_path / "checkrein-audit")})
     pol = {"analyzers": ANALYZERS_OFF, **(policy or {})}
-    return config_from_mapping({"gateway": gateway, "policy": pol, **sections})
+    return config_from_mapping({"gateway": gateway, "policy": pol, "audit": audit, **sections})
 
 
 def echo_server_config(name: str, *extra: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -179,7 +180,7 @@ def start_echo_http(port: int, *, sse: bool = False) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    wait_until(lambda: port_open(port), timeout=30, what="echo server (http)", proc=proc)
+    wait_until(lambda: port_open(port), timeout=300, what="echo server (http)", proc=proc)
     return proc
 
 
@@ -191,7 +192,7 @@ def start_http_gateway(config: Path, port: int, **env: str) -> subprocess.Popen[
         stderr=subprocess.PIPE,
     )
     health = f"http://127.0.0.1:{port}/health"
-    wait_until(lambda: port_open(port) and http_status(health)[0] == 200, timeout=60, what="checkrein http", proc=proc)
+    wait_until(lambda: port_open(port) and http_status(health)[0] == 200, timeout=300, what="checkrein http", proc=proc)
     return proc
 
 

@@ -22,13 +22,27 @@ def test_bare_python_means_this_interpreter() -> None:
     assert resolve_python(ServerConfig(name="a", command="/usr/bin/python3.12")).command == "/usr/bin/python3.12"
 
 
-async def test_default_audit_is_the_null_trail_and_async_with_closes_everything(tmp_path: Path) -> None:
+async def test_only_enabled_false_turns_the_audit_off_and_async_with_closes_everything(tmp_path: Path) -> None:
     up = MemoryUpstream("a")
-    gate = build_gate(make_config(tmp_path), upstreams=[up])
+    gate = build_gate(make_config(tmp_path, audit={"enabled": False}), upstreams=[up])
     assert isinstance(gate.audit, NullAuditTrail)
     async with gate:
         assert up.info.state == "ready"
     assert up.info.state == "closed"
+
+
+async def test_without_an_audit_dir_the_gateway_audits_beside_the_config(tmp_path: Path) -> None:
+    """Regression: with no `[audit] dir` there was no audit at all, silently."""
+    from checkrein.audit import verify_log
+    from checkrein.config import load_config
+
+    path = tmp_path / "checkrein.toml"
+    path.write_text('[policy]\ndefault = "deny"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.audit_dir == tmp_path / "checkrein-audit"
+    async with build_gate(config, upstreams=[MemoryUpstream("a")]) as gate:
+        assert not isinstance(gate.audit, NullAuditTrail)
+    assert verify_log(tmp_path / "checkrein-audit").exit_code == 0
 
 
 async def test_lifecycle_events_reach_the_audit_trail(tmp_path: Path) -> None:

@@ -79,6 +79,14 @@ def text(result: types.CallToolResult) -> str:
     return block.text
 
 
+async def wait_for(check: Any, what: str, timeout_s: float = 60.0) -> None:
+    """Poll ``check`` until it holds, at most ``timeout_s`` (a bounded wait on a condition)."""
+    with anyio.fail_after(timeout_s):
+        while not check():
+            await anyio.sleep(0.05)
+    assert check(), what
+
+
 def audit_events(gw: Gateway) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for seg in sorted((gw.directory / "audit").glob("*.jsonl")):
@@ -130,8 +138,12 @@ async def test_sampling_is_relayed_inspected_and_audited(gateway: Gateway) -> No
     assert text(ok) == "LLM response: forty-two"
     assert len(asked) == 1, "the injected sampling request never reached the client's model"
     assert "refused by checkrein" in text(bad)
-    kinds = [(e.get("kind"), e.get("outcome")) for e in audit_events(gateway) if e.get("kind") == "sampling"]
-    assert ("sampling", "ok") in kinds and ("sampling", "denied") in kinds
+
+    def both_audited() -> bool:  # the audit is written without blocking the call: wait for it, bounded
+        kinds = {(e.get("kind"), e.get("outcome")) for e in audit_events(gateway) if e.get("kind") == "sampling"}
+        return {("sampling", "ok"), ("sampling", "denied")} <= kinds
+
+    await wait_for(both_audited, "both sampling events in the audit log")
 
 
 async def test_elicitation_is_relayed_to_the_caller(gateway: Gateway) -> None:

@@ -108,11 +108,11 @@ def test_garbage_on_stdin_gets_a_json_rpc_error_and_the_gateway_keeps_serving(tm
         lines = read_lines(proc)
         proc.stdin.write(b"this is not json\n")
         proc.stdin.flush()
-        error = json.loads(lines.get(timeout=60))
+        error = json.loads(lines.get(timeout=300))
         assert error["jsonrpc"] == "2.0" and error["error"]["code"] == -32700 and error["id"] is None
         proc.stdin.write(b'{"jsonrpc": "2.0", "id": 5, "method": 42}\n')
         proc.stdin.flush()
-        invalid = json.loads(lines.get(timeout=60))
+        invalid = json.loads(lines.get(timeout=300))
         assert invalid["error"]["code"] == -32600 and invalid["id"] == 5
         init = {
             "jsonrpc": "2.0",
@@ -122,7 +122,7 @@ def test_garbage_on_stdin_gets_a_json_rpc_error_and_the_gateway_keeps_serving(tm
         }
         proc.stdin.write(json.dumps(init).encode() + b"\n")
         proc.stdin.flush()
-        answer = json.loads(lines.get(timeout=60))
+        answer = json.loads(lines.get(timeout=300))
         assert answer["id"] == 7 and answer["result"]["serverInfo"]["name"] == "checkrein"
     finally:
         if proc.stdin is not None:

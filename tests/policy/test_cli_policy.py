@@ -198,3 +198,68 @@ def test_large_arguments_come_from_a_file_or_stdin(project: Path, tmp_path: Path
     assert result.exit_code == 3
     code, out = invoke("check", "-c", str(project), "-t", "fs__read_file", "-a", f"@{tmp_path / 'missing.json'}")
     assert code == 2
+
+
+# -- batch: one process, one decision per line ---------------------------------------------------
+
+
+def test_batch_decides_every_line_in_order(project: Path, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        "\n".join(
+            [
+                json.dumps({"tool": "fs__read_file", "args": {"path": "a"}, "note": "ignored"}),
+                json.dumps({"tool": "fs__read_file", "args": {"path": "a", "n": "x"}}),
+                json.dumps({"tool": "fs__delete_file", "args": {"path": "a"}}),
+                "",
+                json.dumps({"tool": "fs__nope"}),
+            ]
+        )
+        + "\n"
+    )
+    code, out = invoke("check", "-c", str(project), "--calls", str(calls), "--json")
+    assert code == 0, out
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["effect"] for r in rows] == ["allow", "deny", "ask", "deny"]
+    assert [r["line"] for r in rows] == [1, 2, 3, 5]
+    assert rows[1]["rule_id"] == "arguments.schema" and rows[1]["findings"][0]["path"] == "/n"
+    assert rows[3]["rule_id"] == "tool.not_found"
+    assert all({"effect", "rule_id", "reasons", "findings"} <= set(r) for r in rows)
+
+
+def test_batch_reports_bad_lines_and_still_decides_the_rest(project: Path, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text('{"tool": "fs__read_file", "args": {"path": "a"}}\nnot json\n[1]\n{"args": {}}\n{"tool": "fs__read_file", "args": 3}\n')
+    code, out = invoke("check", "-c", str(project), "--calls", str(calls), "--json")
+    assert code == 2
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert rows[0]["effect"] == "allow"
+    assert [r.get("error", "")[:7] for r in rows[1:]] == ["line 2 ", "line 3 ", "line 4 ", "line 5:"]
+
+
+def test_batch_reads_stdin_and_prints_text_without_json(project: Path) -> None:
+    result = CliRunner().invoke(app, ["policy", "check", "-c", str(project), "--calls", "-"], input='{"tool": "fs__read_file", "args": {"path": "a"}}\n')
+    assert result.exit_code == 0 and result.output.startswith("1: allow fs__read_file rule=allow:fs__*")
+
+
+def test_batch_and_single_exclude_each_other(project: Path, tmp_path: Path) -> None:
+    code, _ = invoke("check", "-c", str(project), "--calls", str(tmp_path / "x.jsonl"), "--tool", "fs__read_file")
+    assert code == 2
+    code, _ = invoke("check", "-c", str(project))
+    assert code == 2
+    code, _ = invoke("check", "-c", str(project), "--calls", str(tmp_path / "missing.jsonl"))
+    assert code == 2
+
+
+def test_batch_of_ten_thousand_calls_runs_in_one_process(project: Path, tmp_path: Path) -> None:
+    """Tens of thousands of calls are one compile and a loop: every line is answered."""
+    calls = tmp_path / "many.jsonl"
+    line = json.dumps({"tool": "fs__read_file", "args": {"path": "docs/readme.md", "n": 3}})
+    calls.write_text((line + "\n") * 10_000)
+    result = subprocess.run(
+        [sys.executable, "-m", "checkrein", "policy", "check", "-c", str(project), "--calls", str(calls), "--json"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 10_000 and all('"effect": "allow"' in x for x in lines)

@@ -99,6 +99,10 @@ def test_absolute_roots(path: str, ok: bool) -> None:
         ("ftp://api.example.com/", False),
         ("file:///etc/passwd", False),
         ("https://API.EXAMPLE.COM/", True),  # host names are case-insensitive
+        ("https://api\u3002example\u3002com/", True),  # ideographic dots: a client maps them to `.`
+        ("https://evil.com\\.api.example.com/", False),  # WHATWG: the backslash ends the host (evil.com)
+        ("https://api.example.com\t@evil.com/", False),  # TAB deleted: userinfo, then the real host
+        ("https://evil.com\\@api.example.com/", False),
     ],
 )
 def test_hosts_allow_exact_and_wildcard_hosts_only(url: str, ok: bool) -> None:
@@ -117,7 +121,7 @@ def test_read_only_sql_uses_the_sql_classifier() -> None:
     fake = replace(p, classify_sql=lambda text: "read" if text.lower().startswith("select") else "write")
     assert run(fake, "t__x", {"q": "SELECT 1"}).effect == "allow"
     d = run(fake, "t__x", {"q": "DELETE FROM t"})
-    assert (d.effect, d.reasons) == ("deny", ("argument /q is not read-only SQL (classified write)",))
+    assert (d.effect, d.reasons) == ("deny", ("argument /q is not read-only SQL (classified write: modifies data)",))
 
 
 def test_read_only_sql_without_a_classifier_fails_closed() -> None:

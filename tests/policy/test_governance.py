@@ -64,9 +64,26 @@ def test_unknown_tool_is_denied_as_not_found() -> None:
     assert (d.effect, d.error_code) == ("deny", "tool.not_found")
 
 
-def test_unknown_risk_is_denied_when_only_the_default_allows() -> None:
-    d = run(policy('[policy]\ndefault = "allow"\n', tool("fs__read")), "fs__read")
-    assert (d.effect, d.rule_id) == ("deny", "risk:unknown")
+def test_default_allow_allows_tools_no_rule_names() -> None:
+    """Regression: `default = "allow"` served zero tools (each denied `risk:unknown`) while lint
+    warned that unnamed tools were allowed; the key's documented meaning is the allow."""
+    p = policy('[policy]\ndefault = "allow"\ndeny = ["fs__rm"]\n', tool("fs__read"), tool("fs__exec_cmd"), tool("fs__rm"))
+    for name in ("fs__read", "fs__exec_cmd"):
+        d = run(p, name)
+        assert (d.effect, d.rule_id, d.risk) == ("allow", "default:allow", "unknown")
+    assert run(p, "fs__rm").effect == "deny"
+
+
+def test_lint_and_the_policy_agree_about_default_allow() -> None:
+    from checkrein.config.lint import lint_text
+
+    text = '[policy]\ndefault = "allow"\n'
+    (finding,) = [f for f in lint_text(text, path="checkrein.toml", env={}).findings if f.rule == "checkrein.default-allow"]
+    assert "are allowed" in finding.message and "none of them asks for approval" in finding.message
+    assert run(policy(text, tool("fs__read")), "fs__read").effect == "allow"
+    with_template = lint_text('[policy]\ntemplate = "production"\ndefault = "allow"\n', path="checkrein.toml", env={})
+    (finding,) = [f for f in with_template.findings if f.rule == "checkrein.default-allow"]
+    assert "asks for approval" not in finding.message
 
 
 def test_unknown_risk_is_allowed_when_a_tools_entry_names_it_exactly() -> None:

@@ -28,6 +28,7 @@ def config(tmp_path: Path, **results: Any) -> Config:
     return config_from_mapping(
         {
             "gateway": {"lock_file": str(tmp_path / "checkrein.lock")},
+            "audit": {"dir": str(tmp_path / "audit")},
             "servers": [
                 {
                     "name": "e",

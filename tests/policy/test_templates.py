@@ -157,3 +157,58 @@ def test_production_and_strict_make_query_arguments_read_only() -> None:
         assert effect(template, "DELETE FROM users WHERE id = 3") == "deny"
         assert effect(template, "DROP TABLE users") == "deny"
     assert effect("development", "DELETE FROM users WHERE id = 3") == "allow"
+
+
+def _query_effect(template: str, definition: object, args: dict[str, object]) -> tuple[str, str]:
+    from checkrein.catalog.model import ToolDefinition
+    from checkrein.config.model import config_from_mapping
+    from checkrein.policy import Identity, SessionState, ToolCall, compile_policy, decide
+
+    assert isinstance(definition, ToolDefinition)
+    exposed = f"{definition.server}__{definition.name}"
+    cfg = config_from_mapping({"policy": {"template": template, "tools": {exposed: {"risk": "low"}}}})
+    call = ToolCall(Identity("u"), "s", "t", "sp", exposed, args)
+    d = decide(compile_policy(cfg, {exposed: definition}), call, SessionState("s"), 0.0)
+    return d.effect, " ".join(d.reasons)
+
+
+def test_a_search_tools_query_is_text_not_sql() -> None:
+    """The bundled knowledge server's `query` is words to look for: production allows prose in it."""
+    from checkrein.catalog.model import ToolDefinition
+
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "Words to look for."}, "limit": {"type": "integer"}},
+        "required": ["query"],
+    }
+    search = ToolDefinition("kb", "search_documents", "Search the knowledge base.", schema, annotations={"readOnlyHint": True})
+    for template in ("production", "strict"):
+        assert _query_effect(template, search, {"query": "running in Shanghai"})[0] == "allow"
+        assert _query_effect(template, search, {"query": "' OR 1=1 --"})[0] == "deny"  # injection is still injection
+
+
+def test_a_database_tools_query_must_have_no_side_effect() -> None:
+    """`query` of a SQL tool is SQL; read-only means no side effect, not "starts with SELECT"."""
+    from checkrein.catalog.model import ToolDefinition
+
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    run_sql = ToolDefinition("db", "query_db", "Query the Postgres database.", schema, annotations={"readOnlyHint": True})
+    assert _query_effect("production", run_sql, {"query": "SELECT name FROM users WHERE id = 3"})[0] == "allow"
+    for statement in (
+        "SELECT nextval('orders_id_seq')",
+        "SELECT setval('orders_id_seq', 1)",
+        "SELECT pg_terminate_backend(4242)",
+        "SELECT set_config('search_path', 'evil', false)",
+        "SELECT lo_unlink(16401)",
+        "SELECT pg_reload_conf()",
+        "SELECT dblink_exec('dbname=x', 'DROP TABLE users')",
+        "SELECT writefile('/tmp/x', 'y')",
+        "SELECT pg_advisory_lock(1)",
+        "SELECT * FROM accounts FOR UPDATE",
+        "SELECT count(*) FROM generate_series(1, 100000000000)",
+        "WITH gone AS (DELETE FROM users RETURNING id) SELECT count(*) FROM gone",
+        "running in Shanghai",
+    ):
+        effect, reason = _query_effect("production", run_sql, {"query": statement})
+        assert effect == "deny", statement
+        assert "read-only" in reason or "found" in reason, reason

@@ -73,7 +73,7 @@ def test_a_server_whose_state_path_is_unusable_says_so_in_one_line(
     target = blocker / "x" if server == "monitor" else blocker
     env = {"PATH": "/usr/bin:/bin", variable: str(target), "CHECKREIN_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.run([sys.executable, "-m", f"checkrein.servers.{server}"], env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"{server}: cannot start: {says} {target}: ")
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
@@ -87,7 +87,7 @@ def test_a_busy_port_is_one_line_not_a_traceback(tmp_path: Path) -> None:
         proc = subprocess.run(
             [sys.executable, "-m", "checkrein.servers.sandbox", "--http", "--port", str(port)],
             env={"PATH": "/usr/bin:/bin", "CHECKREIN_SANDBOX_DIR": str(tmp_path / "box")},
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, check=False,
         )
     assert proc.returncode == 1
     assert f"sandbox: cannot start: cannot listen on 127.0.0.1:{port}" in proc.stderr

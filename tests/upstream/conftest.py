@@ -126,7 +126,7 @@ def fresh_sse_echo() -> Iterator[EchoHttpServer]:
 RAW_SERVER = textwrap.dedent(
     """
     # A hand-written MCP server (no SDK, so it starts fast): initialize, tools/list, tools/call.
-    # Tools: echo(text), and big() whose description and result are 1 MB.
+    # Tools: echo(text), big() whose description and result are 1 MB, deep(depth) nested arrays.
     import json, sys
     big = "x" * 1_000_000
     def send(obj):
@@ -151,6 +151,11 @@ RAW_SERVER = textwrap.dedent(
         elif method == "tools/call" and msg["params"]["name"] == "echo":
             text = msg["params"].get("arguments", {}).get("text", "")
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+        elif method == "tools/call" and msg["params"]["name"] == "deep":
+            n = msg["params"].get("arguments", {}).get("depth", 1)  # nested n arrays deep, as text
+            send_raw = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "deep"}], '
+            sys.stdout.write(send_raw % json.dumps(rid) + '"structuredContent": {"v": ' + "[" * n + "]" * n + "}}}\\n")
+            sys.stdout.flush()
         elif method == "tools/call":
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": big}],
                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "0"}}}})

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from checkrein.config.audit import AuditSettings
+from checkrein.config.audit import DEFAULT_AUDIT_DIR, AuditSettings
 from checkrein.errors import AuditError, AuditUnavailable
 
 from .chain import Chain
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_DIR_NAME", "AuditTrailImpl", "open_audit_trail", "resolve_audit_dir"]
 
 log = logging.getLogger("checkrein.audit")
-DEFAULT_DIR_NAME = "checkrein-audit"
+DEFAULT_DIR_NAME = DEFAULT_AUDIT_DIR
 
 
 def resolve_audit_dir(settings: AuditSettings, base_dir: Path) -> Path:

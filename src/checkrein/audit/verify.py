@@ -100,6 +100,10 @@ class VerifyReport:
     """Attacks this check could not have detected, given what it was given."""
     witnessed: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    signed_key_id: str | None = None
+    """Key id on the log's signed checkpoints when no key was given (what to verify with)."""
+    key_path: str | None = None
+    """Where the log says its signing key is (its ``audit.signing_key`` event): a hint, not trusted."""
 
     @property
     def valid(self) -> bool:
@@ -272,7 +276,8 @@ class _Verifier:
         if not self.full:
             self.r.warnings.append("partial log: the chain start and Merkle roots were not checked")
         if self.pub is None and self.r.checkpoints:
-            self.r.warnings.append("no --key given: checkpoint signatures were not checked")
+            signed = f" (signed by key id {self.r.signed_key_id})" if self.r.signed_key_id else ""
+            self.r.warnings.append(f"no --key given: checkpoint signatures were not checked{signed}")
 
     def _segment(self, f: Any, index: int | None, name: str, last_file: bool) -> None:
         lineno = 0
@@ -353,6 +358,10 @@ class _Verifier:
                 raise _Invalid(Problem("segment link does not name the previous segment's head hash", seq, name, lineno))
         if kind == "checkpoint":
             self._checkpoint(obj, name, lineno)
+        elif kind == "lifecycle" and obj.get("event") == "audit.signing_key":
+            fields = obj.get("fields")
+            path = fields.get("path") if isinstance(fields, dict) else None
+            self.r.key_path = path if isinstance(path, str) else None
         anchored = self.anchors.get(seq)
         if anchored is not None and anchored != h:
             raise _Invalid(Problem(f"seq {seq} does not have the anchored hash {anchored[:16]}…: the log was rewritten", seq, name, lineno))
@@ -381,6 +390,8 @@ class _Verifier:
             if obj["merkle_root"] != self.frontier.root():
                 raise _Invalid(Problem("checkpoint Merkle root does not match the events before it", seq, name, lineno))
         if self.pub is None:
+            if obj["signature"] is not None:
+                self.r.signed_key_id = str(obj["key_id"])
             return
         if obj["signature"] is None:
             raise _Invalid(Problem("checkpoint is not signed, but a signing key was given", seq, name, lineno))

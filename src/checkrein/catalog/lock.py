@@ -2,12 +2,15 @@
 
 Format (JSON, sorted keys, two-space indent, trailing newline, meant to be committed)::
 
-    {"version": 1, "tools": {"<exposed>": {"digest": "sha256:...", "definition": {...}, "server": "<name>"}}}
+    {"version": 1, "tools": {"<exposed>": {"digest": "sha256:...", "definition": {...}, "server": "<name>",
+                                            "accepted": "<finding>"}}}
 
 ``definition`` holds the wire fields of the MCP `Tool` the digest covers
 (`ToolDefinition.pinned_fields()`), so `checkrein pin` can show a readable diff. ``server`` (not
 covered by the digest; absent in older locks, where the exposed name's first part is the server)
 says which `[[servers]]` entry the tool came from, whatever prefix it is exposed under.
+``accepted`` (also outside the digest; only for tools the tool-definition review flagged) records
+the finding an operator accepted with `checkrein pin --accept`: that exact definition is trusted.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class PinnedTool:
     definition: dict[str, Any]
     server: str | None = None
     """The server the tool came from; ``None`` in locks written before servers had prefixes."""
+    accepted: str | None = None
+    """The review finding an operator accepted for this definition, or ``None`` (not flagged)."""
 
     def server_of(self, exposed: str, separator: str = "__") -> str:
         """The pinned tool's server: recorded, or read from the exposed name as older locks did."""
@@ -76,7 +81,10 @@ def read_lock(path: Path) -> dict[str, PinnedTool] | None:
                 "(was the lock edited by hand?); run `checkrein pin` to re-record it"
             )
         server = entry.get("server")
-        out[name] = PinnedTool(entry["digest"], entry["definition"], server if isinstance(server, str) else None)
+        accepted = entry.get("accepted")
+        out[name] = PinnedTool(
+            entry["digest"], entry["definition"], server if isinstance(server, str) else None, accepted if isinstance(accepted, str) else None
+        )
     return out
 
 
@@ -93,6 +101,8 @@ def _entry(pin: PinnedTool) -> dict[str, Any]:
     entry: dict[str, Any] = {"digest": pin.digest, "definition": pin.definition}
     if pin.server is not None:
         entry["server"] = pin.server
+    if pin.accepted is not None:
+        entry["accepted"] = pin.accepted
     return entry
 
 

@@ -1,12 +1,14 @@
-"""One catalog over every upstream: exposed names, skipped names, and drift quarantine.
+"""One catalog over every upstream: exposed names, skipped names, drift and review quarantine.
 
 `build_catalog` is pure: upstream tool lists plus the pins in, a `Catalog` out. Whoever holds the
-upstreams (the gate) decides when to rebuild it (start, refresh after list_changed).
+upstreams (the gate) decides when to rebuild it (start, refresh after list_changed), and hands in
+the review of tool definitions (`ToolReview`; the gate passes the policy's tool-definition scan):
+the catalog imports nothing of the policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from checkrein.errors import ToolNotFound, ToolQuarantined
@@ -15,7 +17,10 @@ from .lock import PinnedTool
 from .model import ToolDefinition, ToolStatus
 from .namespace import Names
 
-__all__ = ["MAX_TOOL_NAME", "Catalog", "CatalogEntry", "SkippedTool", "build_catalog"]
+__all__ = ["MAX_TOOL_NAME", "Catalog", "CatalogEntry", "SkippedTool", "ToolReview", "build_catalog"]
+
+ToolReview = Callable[[ToolDefinition, Sequence[str]], "str | None"]
+"""(definition, names of the other tools its server lists) -> why it must not be trusted, or None."""
 
 MAX_TOOL_NAME = 128
 """SEP-986: tool names are 1-128 characters; an exposed name must fit too."""
@@ -23,13 +28,23 @@ MAX_TOOL_NAME = 128
 
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
-    """One exposed tool. ``drift`` says why it is quarantined (empty when ``status == "ok"``)."""
+    """One exposed tool. ``drift`` and ``flagged`` say why it is quarantined (both empty when
+    ``status == "ok"``): a definition that differs from its pin, and the tool-definition review's
+    finding (kept until an operator accepts the tool by name: `checkrein pin --accept`)."""
 
     exposed: str
     definition: ToolDefinition
     digest: str
     status: ToolStatus = "ok"
     drift: str = ""
+    flagged: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Why the tool is quarantined, in one line (empty when it is not)."""
+        if self.flagged:
+            return f"{self.flagged} (not trusted until accepted: checkrein pin --accept {self.exposed})"
+        return self.drift
 
     @property
     def server(self) -> str:
@@ -75,6 +90,11 @@ class Catalog:
     def quarantined(self) -> tuple[CatalogEntry, ...]:
         return tuple(e for e in self.entries.values() if e.status == "quarantined")
 
+    @property
+    def flagged(self) -> tuple[CatalogEntry, ...]:
+        """Entries the tool-definition review flagged (all quarantined)."""
+        return tuple(e for e in self.entries.values() if e.flagged)
+
     def resolve(self, exposed: str) -> CatalogEntry:
         """The entry for ``exposed``. Raises ``ToolNotFound`` or ``ToolQuarantined`` (with the drift)."""
         entry = self.entries.get(exposed)
@@ -82,7 +102,7 @@ class Catalog:
             raise ToolNotFound(f"no tool named {exposed!r}; call tools/list to see the tools you may use")
         if entry.status == "quarantined":
             raise ToolQuarantined(
-                f"tool {exposed!r} is quarantined: {entry.drift}; an operator must review it with "
+                f"tool {exposed!r} is quarantined: {entry.reason}; an operator must review it with "
                 "`checkrein pin` before it can be called"
             )
         return entry
@@ -99,12 +119,32 @@ def _drift(exposed: str, digest: str, pins: Mapping[str, PinnedTool] | None) -> 
     return ""
 
 
+def _review(
+    review: ToolReview | None,
+    tool: ToolDefinition,
+    exposed: str,
+    digest: str,
+    pins: Mapping[str, PinnedTool] | None,
+    server_tools: Sequence[ToolDefinition],
+) -> str:
+    if review is None:
+        return ""
+    pin = pins.get(exposed) if pins is not None else None
+    if pin is not None and pin.digest == digest and pin.accepted is not None:
+        return ""  # an operator accepted this exact definition
+    try:
+        return review(tool, [t.name for t in server_tools if t.name != tool.name]) or ""
+    except Exception as exc:  # noqa: BLE001 - fail closed: a definition nobody could review is not trusted
+        return f"the tool-definition review failed ({type(exc).__name__})"
+
+
 def build_catalog(
     tools_by_server: Mapping[str, Sequence[ToolDefinition]],
     *,
     separator: str = "__",
     pins: Mapping[str, PinnedTool] | None = None,
     names: Names | None = None,
+    review: ToolReview | None = None,
 ) -> Catalog:
     """Merge upstream tool lists into one catalog.
 
@@ -116,6 +156,10 @@ def build_catalog(
     every tool is ``ok``). With pins, a tool that is new or whose digest differs is quarantined.
     Tools whose names SEP-986 forbids, whose exposed name would exceed 128 characters, or that
     repeat a name already listed by the same server are skipped and reported in ``skipped``.
+
+    ``review`` judges every definition that is not pinned with an accepted finding: a tool it
+    flags is quarantined with the finding (``flagged``), pins or not, so trust on first use never
+    trusts it. A review that raises flags the tool too (fail closed).
     """
     # Imported here: importing `mcp` costs a second or more, and `checkrein.catalog` is imported by
     # every command (through the policy), most of which never build a catalog.
@@ -147,7 +191,8 @@ def build_catalog(
                 continue
             d = tool.digest
             drift = _drift(name, d, pins)
-            entries[name] = CatalogEntry(name, tool, d, "quarantined" if drift else "ok", drift)
+            flagged = _review(review, tool, name, d, pins, tools_by_server[server])
+            entries[name] = CatalogEntry(name, tool, d, "quarantined" if drift or flagged else "ok", drift, flagged)
     for name, servers in sorted(clashes.items()):
         entry = entries.pop(name)
         both = ", ".join(repr(s) for s in sorted(servers))

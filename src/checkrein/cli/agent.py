@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 # The agent's modules (openai, the MCP client) are imported inside the commands: `checkrein
 # serve` shares this CLI and must not pay for them at every gateway start.
 
-trace_app = typer.Typer(help="Agent run traces.", no_args_is_help=True)
-kb_app = typer.Typer(help="The bundled knowledge base.", no_args_is_help=True)
+trace_app = typer.Typer(rich_markup_mode=None, help="Agent run traces.", no_args_is_help=True)
+kb_app = typer.Typer(rich_markup_mode=None, help="The bundled knowledge base.", no_args_is_help=True)
 
 _err = Console(stderr=True)
 

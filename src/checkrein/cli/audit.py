@@ -28,7 +28,7 @@ from checkrein.errors import CheckreinError
 
 __all__ = ["register"]
 
-audit_app = typer.Typer(
+audit_app = typer.Typer(rich_markup_mode=None,
     name="audit",
     help="Verify, query and follow the audit trail; generate signing keys.",
     no_args_is_help=True,
@@ -126,8 +126,14 @@ def _print_valid(report: VerifyReport, code: int) -> None:
         print("this check cannot detect:" if code == 3 else "not covered by this check:")
         for item in report.undetected:
             print(f"  - {item}")
-    if code == 3:
-        print("sign the log (the default) and verify with --key or --policy; see `checkrein audit vkey`")
+    if code == 3 and report.signed_key_id:
+        hint = report.key_path  # from the log itself: printed only when it cannot drive the terminal
+        where = f" ({hint}, says the log)" if hint and hint.isprintable() else ""
+        print(f"this log is signed: verify with --key set to its signing key{where}, or its public key; "
+              "or --policy for witnesses; `checkrein audit vkey --config FILE` prints its verifier key")
+    elif code == 3:
+        print("sign the log (the default; `[audit] signing_key = false` turns it off) and verify with --key "
+              "or --policy; see `checkrein audit vkey`")
 
 
 def _verify_postgres(path: Path, dsn: str, table: str, local_exit: int, as_json: bool) -> None:

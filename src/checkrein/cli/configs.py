@@ -23,13 +23,18 @@ from checkrein.catalog.lock import read_lock
 from checkrein.catalog.skills import SkillsCheck, check_skills
 from checkrein.config import CREDENTIALS, Config, load_config
 from checkrein.config.importers import (
+    ClientFormat,
     ConfigKind,
+    EmitTransport,
+    checkrein_entry,
     emit_client_config,
     read_client_config,
     render_checkrein_config,
     write_atomic,
 )
+from checkrein.config.importers.switch import default_client_file, switch_client_file
 from checkrein.config.lint import RULES, LintResult, lint_file
+from checkrein.config.problems import explained
 from checkrein.errors import CheckreinError, ConfigError
 
 __all__ = ["register"]
@@ -69,7 +74,7 @@ def _load(path: Path) -> Config:
     try:
         return load_config(path, unused=CREDENTIALS)  # no command here serves HTTP
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
 
 
 # -- import / emit ------------------------------------------------------------------------------
@@ -88,7 +93,7 @@ def import_config(
         result = read_client_config(file, fmt.value if fmt else None)
         text = render_checkrein_config(result)
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
     if out is None:
         sys.stdout.write(text)
     else:
@@ -107,18 +112,46 @@ def emit(
     config: Annotated[Path, typer.Option("--config", "-c", help="The checkrein config the client should use.")],
     transport: Annotated[EmitTransportChoice, typer.Option("--transport", "-t", help="stdio (client starts checkrein) or http.")] = EmitTransportChoice.stdio,
     url: Annotated[str | None, typer.Option("--url", help="Gateway URL for --transport http, e.g. http://127.0.0.1:8765/mcp.")] = None,
-    command: Annotated[str, typer.Option("--command", help="How the client starts checkrein (stdio).")] = "checkrein",
+    command: Annotated[str | None, typer.Option("--command", help="How the client starts checkrein (stdio). Default: this checkrein's absolute path, or `python -m checkrein`.")] = None,
     token_env: Annotated[str, typer.Option("--token-env", help="Variable holding the gateway's bearer token (http).")] = "CHECKREIN_TOKEN",
+    write: Annotated[bool, typer.Option("--write", help="Edit the client's own file instead of printing: add checkrein, remove the servers it fronts, keep a backup.")] = False,
+    file: Annotated[Path | None, typer.Option("--file", help="The client file --write edits. Default: ./.mcp.json (Claude), $CODEX_HOME/config.toml or ~/.codex/config.toml (Codex).")] = None,
 ) -> None:
-    """Print the one `checkrein` entry that makes a client use checkrein instead of the raw servers."""
+    """Print the one `checkrein` entry that makes a client use checkrein instead of the raw servers,
+    or (--write) put it in the client's own file."""
     try:
+        if write:
+            _emit_write(client, config, file, transport=transport.value, url=url, command=command, token_env=token_env)
+            return
         text = emit_client_config(client.value, config=str(config), transport=transport.value, url=url, command=command, token_env=token_env)
     except ConfigError as exc:
-        raise _fail(exc.message) from None
+        raise _fail(explained(exc)) from None
     sys.stdout.write(text)
     if client is ClientChoice.claude:
-        names = ", ".join(s.name for s in _load(config).servers) or "(none)"
-        _err(f"checkrein in front of: {names}. Remove those servers' own entries from .mcp.json.")
+        names = ", ".join(s.name for s in load_config(config, unset="keep").servers) or "(none)"
+        _err(f"checkrein in front of: {names}. Remove those servers' own entries from .mcp.json (or use --write).")
+
+
+def _emit_write(
+    client: ClientChoice, config: Path, file: Path | None, *, transport: EmitTransport, url: str | None,
+    command: str | None, token_env: str,
+) -> None:
+    if client is ClientChoice.harbor:
+        raise ConfigError("--write edits Claude's and Codex's files; for Harbor, paste the printed snippet into task.toml")
+    cfg = load_config(config, unset="keep")  # the variables need to be set where the client runs checkrein
+    entry = checkrein_entry(config_path=str(config.resolve()), transport=transport, url=url, command=command, token_env=token_env)
+    fmt: ClientFormat = "claude" if client is ClientChoice.claude else "codex"
+    target = file or default_client_file(fmt)
+    done = switch_client_file(fmt, target, entry, cfg.as_written()["servers"])
+    _err(f"wrote {done.path}: added `checkrein` ({' '.join([entry.command or '', *entry.args]) if entry.command else entry.url})")
+    if done.removed:
+        _err(f"removed {', '.join(done.removed)}: they are served behind checkrein now")
+    if done.kept:
+        _err(f"kept {', '.join(done.kept)}: checkrein does not front them (the client still reaches them directly)")
+    if done.backup is not None:
+        _err(f"the file as it was: {done.backup}")
+    for note in done.notes:
+        _err(f"note: {note}")
 
 
 # -- lint ----------------------------------------------------------------------------------------
@@ -291,10 +324,10 @@ def register(app: typer.Typer) -> None:
     app.command("import", epilog=EXIT_CODES)(import_config)
     app.command("emit", epilog=EXIT_CODES)(emit)
     app.command("lint", epilog=EXIT_CODES)(lint)
-    skills_app = typer.Typer(help="Agent skills: structure, digests, review scan.", no_args_is_help=True)
+    skills_app = typer.Typer(rich_markup_mode=None, help="Agent skills: structure, digests, review scan.", no_args_is_help=True)
     skills_app.command("check", epilog=EXIT_CODES)(skills_check)
     app.add_typer(skills_app, name="skills")
-    ledger_app = typer.Typer(help="The fairness ledger of an evaluation run.", invoke_without_command=True)
+    ledger_app = typer.Typer(rich_markup_mode=None, help="The fairness ledger of an evaluation run.", invoke_without_command=True)
     ledger_app.callback(epilog=EXIT_CODES)(_ledger_run)
     ledger_app.command("diff", epilog=EXIT_CODES)(ledger_diff)
     app.add_typer(ledger_app, name="ledger")

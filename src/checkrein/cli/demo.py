@@ -71,7 +71,8 @@ def demo(
     notes = [
         f"{len(scenarios)} scenarios, each in its own process with fresh servers; total wall time "
         f"{time.monotonic() - started:.1f}s.",
-        "Each scenario's gateway audit log was checked with `checkrein audit verify`; per-scenario logs, "
+        "Each scenario's gateway audit log was checked with `checkrein audit verify --key` (its signing "
+        "key, made by serve beside the scenario's config); per-scenario logs, "
         "traces and configs are under work/.",
     ]
     if matrix_note:

@@ -16,28 +16,33 @@ import threading
 import warnings
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.abc
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from checkrein.audit.record import LifecycleRecord
-from checkrein.catalog import PinPlan, plan_pin, read_lock, render_plan, write_lock
-from checkrein.config import CREDENTIALS, Config, load_config
+from checkrein.catalog import PinPlan, plan_json, plan_pin, read_lock, render_plan, write_lock
+from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
 from checkrein.config.env import Location
-from checkrein.config.problems import did_you_mean
+from checkrein.config.problems import did_you_mean, explained
 from checkrein.errors import CheckreinError, ConfigError
-from checkrein.gate.factory import NullAuditTrail, build_gate, default_audit
-from checkrein.gate.pipeline import Gate
-from checkrein.policy.governance import unmatched_patterns
-from checkrein.state import SharedState
+
+if TYPE_CHECKING:  # the gate, catalog and policy are imported where used: `serve` starts the servers first
+    from checkrein.audit.record import AuditTrail
+    from checkrein.catalog import PinPlan
+    from checkrein.gate.pipeline import Gate
+    from checkrein.state import SharedState
+    from checkrein.upstream.spawn import EarlyProcesses
 
 __all__ = ["register"]
 
-EXIT_CODES = "Exit codes: 0 ok, 1 failure, 2 usage or config error."
+EXIT_CODES = "Exit codes: 0 ok, 1 failure (tools: also when every server failed to start), 2 usage or config error."
+PIN_EXIT_CODES = "Exit codes: 0 written or up to date, 1 not confirmed, failed, or (--check) not up to date, 2 usage or config error."
 
 log = logging.getLogger("checkrein")
 
@@ -60,7 +65,7 @@ def _load(path: Path, transport: Transport | None = None) -> Config:
     try:
         return load_config(path, unused=_unused(transport))
     except ConfigError as exc:
-        _err(f"checkrein: {exc.message}")
+        _err(f"checkrein: {explained(exc)}")
         raise typer.Exit(2) from None
 
 
@@ -74,12 +79,14 @@ def _logging(level: str) -> None:
 
 
 def _report_start(gate: Gate) -> None:
+    from checkrein.policy.governance import unmatched_patterns
+
     for name, why in sorted(gate.failures.items()):
         _err(f"checkrein: server {name!r} failed to start (serving the others): {why}")
     for s in gate.catalog.skipped:
         _err(f"checkrein: not exposing {s.server}/{s.tool}: {s.reason}")
     for q in gate.catalog.quarantined:
-        _err(f"checkrein: quarantined {q.exposed}: {q.drift} (review with `checkrein pin`)")
+        _err(f"checkrein: quarantined {q.exposed}: {q.reason} (review with `checkrein pin`)")
     if gate.lock_written:
         _err(f"checkrein: wrote {gate.config.lock_path} (trust on first use); commit it")
     if not gate.failures:  # a server that is down has no tools for the rules to match
@@ -133,6 +140,14 @@ def _ignore_stop_signals() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _report_audit(config: Config) -> None:
+    if config.audit_dir is None:
+        where = f" in {config.source}" if config.source else ""
+        _err(f"checkrein: warning: the audit is OFF ([audit] enabled = false{where}): no call is recorded")
+    else:
+        _err(f"checkrein: audit log in {config.audit_dir} (check it with `checkrein audit verify {config.audit_dir}`)")
+
+
 async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
     """Servers that failed to start are tried again every ``interval_s`` until they come up."""
     while gate.failures:
@@ -143,6 +158,21 @@ async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:
 
 async def _serve(config: Config, transport: Transport, host: str, port: int, ui: bool = False,
                  metrics_port: int | None = None) -> None:
+    # The stdio servers start first and import their own code while we import ours (the SDK,
+    # the policy engine); each connection adopts its process. Whatever nobody adopted (the
+    # start failed before it got there) is killed on the way out.
+    early = await _start_early(config)
+    try:
+        await _serve_gate(config, transport, host, port, ui, early, metrics_port)
+    finally:
+        if early is not None:
+            await early.aclose()
+
+
+async def _serve_gate(
+    config: Config, transport: Transport, host: str, port: int, ui: bool, early: EarlyProcesses | None,
+    metrics_port: int | None = None,
+) -> None:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     # checkrein speaks both protocol eras on purpose; the SDK's notes on what 2026-07-28 removed
@@ -166,7 +196,7 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
         async with anyio.create_task_group() as guard:
             if transport is Transport.stdio:  # the HTTP frontend stops uvicorn gracefully itself
                 guard.start_soon(_stop_on_signal, shutdown)
-            gate = build_gate(config, state=shared)
+            gate = _build_gate(config, state=shared, early=early)
             # One scope around the gate's whole life: its pool's task groups must be entered and left
             # inside the same scopes. Only a signal during the start cancels it.
             with anyio.CancelScope() as life:
@@ -196,6 +226,31 @@ async def _serve(config: Config, transport: Transport, host: str, port: int, ui:
                 await shared.aclose()
 
 
+async def _start_early(config: Config) -> EarlyProcesses | None:
+    """Start the stdio servers before the gate's imports, when their launch fields are resolved
+    (an unset variable is reported by `build_gate` instead, naming it)."""
+    from checkrein.upstream.spawn import spawn_early  # light: the stdlib and anyio
+
+    try:
+        config.require_resolved(LAUNCH, "starting the servers")
+    except ConfigError:
+        return None
+    return await spawn_early(config.servers)
+
+
+def _build_gate(config: Config, **parts: Any) -> Gate:
+    """`build_gate`, imported here: the gate pulls in the MCP SDK, the policy engine and sqlglot."""
+    from checkrein.gate.factory import build_gate
+
+    return build_gate(config, **parts)
+
+
+def _null_audit() -> AuditTrail:
+    from checkrein.gate.factory import NullAuditTrail
+
+    return NullAuditTrail()
+
+
 async def _serve_started(
     gate: Gate, config: Config, transport: Transport, host: str, port: int, tg: anyio.abc.TaskGroup, ui: bool = False,
     metrics_port: int | None = None, shared: SharedState | None = None,
@@ -204,6 +259,7 @@ async def _serve_started(
     from checkrein.gate.reload import ConfigWatcher
 
     _report_start(gate)
+    _report_audit(config)
     if gate.failures:
         tg.start_soon(_retry_failed_starts, gate)
     if metrics_port is not None:
@@ -273,8 +329,6 @@ def serve(
 
     Edits to [policy] apply while running (the file is polled; SIGHUP forces a re-read); other
     changes are refused with a message until a restart.
-
-    Exit codes: 0 ok, 1 failure, 2 usage or config error.
     """
     if ui and transport is not Transport.http:
         _err("checkrein: --ui needs --transport http (or run `checkrein ui --config FILE` beside a stdio gateway)")
@@ -284,7 +338,7 @@ def serve(
     try:
         anyio.run(_serve, cfg, transport, host, port, ui, metrics_port)
     except ConfigError as exc:
-        _err(f"checkrein: {exc.message}")
+        _err(f"checkrein: {explained(exc)}")
         raise typer.Exit(2) from None
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message} ({exc.code})")
@@ -310,9 +364,10 @@ def tools(
     config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list for scripts.")] = False,
 ) -> None:
-    """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest, status).
+    """Start the servers and print the merged catalog (exposed name, server, tool, risk, digest,
+    status, and why a tool is quarantined).
 
-    Does not write checkrein.lock. Exit codes: 0 ok, 1 failure, 2 usage or config error.
+    Does not write checkrein.lock.
     """
     cfg = _load(config)
     _logging("error")
@@ -322,28 +377,32 @@ def tools(
         _err(f"checkrein: {exc.message} ({exc.code})")
         raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         table = Table(title=f"{len(rows)} tool(s)")
         for col in ("name", "server", "tool", "risk", "digest", "status"):
             table.add_column(col)
         for r in rows:
             status = r["status"] if r["status"] == "ok" else f"[red]{r['status']}[/red]"
-            table.add_row(r["name"], r["server"], r["tool"], r["risk"], r["digest"][:19], status)
+            table.add_row(escape(r["name"]), escape(r["server"]), escape(r["tool"]), r["risk"], r["digest"][:19], status)
         Console().print(table)
     _report_start(gate)
+    if gate.failures and not gate.catalog.servers:
+        _err(f"checkrein: every server failed to start ({len(gate.failures)} of {len(gate.failures)}); no tools to list")
+        raise typer.Exit(1)
 
 
 async def _catalog_rows_no_tofu(config: Config) -> tuple[list[dict[str, Any]], Gate]:
-    gate = build_gate(config, audit=NullAuditTrail())  # listing serves no calls: nothing to audit
+    gate = _build_gate(config, audit=_null_audit())  # listing serves no calls: nothing to audit
     gate.trust_on_first_use = False
     return await _catalog_rows_of(gate)
 
 
 async def _catalog_rows_of(gate: Gate) -> tuple[list[dict[str, Any]], Gate]:
     async with gate:
-        rows = [
-            {
+        rows: list[dict[str, Any]] = []
+        for e in gate.catalog:
+            row: dict[str, Any] = {
                 "name": e.exposed,
                 "server": e.server,
                 "tool": e.tool,
@@ -351,24 +410,33 @@ async def _catalog_rows_of(gate: Gate) -> tuple[list[dict[str, Any]], Gate]:
                 "digest": e.digest,
                 "status": e.status,
             }
-            for e in gate.catalog
-        ]
+            if e.status != "ok":
+                row["reason"] = e.reason
+            rows.append(row)
     return rows, gate
 
 
 def pin(
     config: Annotated[Path, typer.Option("--config", "-c", help="checkrein.toml.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts); never accepts a flagged tool.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when any tool is unpinned, changed, removed or held back (for CI).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object (prompts go to stderr).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Also print a unified diff of every new, changed and removed tool.")] = False,
+    accept: Annotated[
+        list[str] | None,
+        typer.Option("--accept", metavar="TOOL", help="Pin this flagged tool anyway (exposed name; repeatable)."),
+    ] = None,
 ) -> None:
-    """Review tool definitions against checkrein.lock: print a diff per new, changed or removed
-    tool, then record the current digests (after confirmation, or with --yes).
-
-    Exit codes: 0 written or already up to date, 1 not confirmed or failed, 2 usage or config error.
+    """Review tool definitions against checkrein.lock: a summary first (tools, servers, what is new,
+    changed, removed, and what the tool-definition scan held back and why), then record the
+    current digests (after confirmation, or with --yes). A flagged tool is pinned only when
+    accepted by name (--accept TOOL, or by answering yes on a terminal).
     """
+
     cfg = _load(config)
     _logging("error")
     try:
-        gate = build_gate(cfg, audit=NullAuditTrail())
+        gate = _build_gate(cfg, audit=_null_audit())
         gate.trust_on_first_use = False
         _, gate = anyio.run(_catalog_rows_of, gate)
         lock = read_lock(cfg.lock_path)
@@ -377,13 +445,19 @@ def pin(
         raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
     for name, why in sorted(gate.failures.items()):
         _err(f"checkrein: server {name!r} failed to start; its pins are kept as they are: {why}")
-    plan = plan_pin(gate.catalog, lock)
-    if lock is not None and not plan.has_changes:
-        typer.echo(f"{cfg.lock_path} is up to date ({len(plan.new_lock)} tool(s))")
-        return
-    typer.echo(render_plan(plan), nl=False)
-    if not yes and not typer.confirm(f"Write {cfg.lock_path}?", default=False):
+    accepted = _accepted_names(gate, accept or [], interactive=not (yes or check or as_json) and sys.stdin.isatty())
+    plan = plan_pin(gate.catalog, lock, accepted)
+    if check or (lock is not None and not plan.has_changes):
+        _show_plan(plan, cfg, as_json, diff, written=False)
+        if not check and not as_json:
+            typer.echo(f"{cfg.lock_path} is up to date ({len(plan.new_lock)} tool(s))")
+        raise typer.Exit(1 if check and (plan.needs_review or lock is None) else 0)
+    if not as_json:
+        _show_plan(plan, cfg, False, diff, written=False)
+    if not yes and not typer.confirm(f"Write {cfg.lock_path}?", default=False, err=as_json):
         _err("checkrein: not written")
+        if as_json:
+            _show_plan(plan, cfg, True, diff, written=False)
         raise typer.Exit(1)
     try:
         write_lock(cfg.lock_path, plan.new_lock)
@@ -391,12 +465,48 @@ def pin(
     except CheckreinError as exc:
         _err(f"checkrein: {exc.message}")
         raise typer.Exit(1) from None
-    typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
+    if as_json:
+        _show_plan(plan, cfg, True, diff, written=True)
+    else:
+        typer.echo(f"wrote {cfg.lock_path} ({len(plan.new_lock)} tool(s)); a running gateway picks it up on its next tools/list or call")
+
+
+def _accepted_names(gate: Gate, accept: list[str], *, interactive: bool) -> set[str]:
+    """The flagged tools to pin: every ``--accept`` name (each must be a listed tool; a usage
+    error with close matches otherwise), plus those accepted at the terminal prompt."""
+    import difflib
+
+    entries = gate.catalog.entries
+    for name in accept:
+        if name not in entries:
+            close = difflib.get_close_matches(name, list(entries), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            _err(f"checkrein: --accept {name}: no such tool{hint}")
+            raise typer.Exit(2)
+        if not entries[name].flagged:
+            _err(f"checkrein: --accept {name}: the tool is not flagged; nothing to accept")
+    chosen = {n for n in accept if entries[n].flagged}
+    if interactive:
+        for e in gate.catalog.flagged:
+            if e.exposed not in chosen:
+                _err(f"checkrein: {e.exposed} was flagged: {e.flagged}")
+                if typer.confirm(f"Pin {e.exposed} anyway?", default=False, err=True):
+                    chosen.add(e.exposed)
+    return chosen
+
+
+def _show_plan(plan: PinPlan, cfg: Config, as_json: bool, details: bool, *, written: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(plan_json(plan, str(cfg.lock_path), written=written), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(render_plan(plan, cfg.lock_path.name, details=details), nl=False)
 
 
 async def _audit_pin(config: Config, plan: PinPlan) -> None:
     """Record the pin change in the audit trail, when there is one (`pin.change`)."""
-    if not config.audit.dir:
+    from checkrein.gate.factory import default_audit
+
+    if not config.audit.enabled:
         return
     trail = default_audit(config)
     try:
@@ -409,6 +519,8 @@ async def _audit_pin(config: Config, plan: PinPlan) -> None:
                     "changed": list(plan.changed),
                     "removed": list(plan.removed),
                     "digests": {n: plan.new_lock[n].digest for n in (*plan.added, *plan.changed)},
+                    "accepted": dict(plan.accepted),
+                    "held": dict(plan.held),
                 },
             )
         )
@@ -420,4 +532,4 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
     app.command("serve", epilog=EXIT_CODES)(serve)
     app.command("tools", epilog=EXIT_CODES)(tools)
-    app.command("pin", epilog=EXIT_CODES)(pin)
+    app.command("pin", epilog=PIN_EXIT_CODES)(pin)

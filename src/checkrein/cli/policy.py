@@ -2,7 +2,9 @@
 
 Tool definitions come from the pin file (`checkrein.lock` beside the config, or `[gateway]
 lock_file`). Exit codes of `policy check`: 0 allow, 3 deny, 4 ask, 2 usage error (bad JSON, unknown
-identity, config or lock error).
+identity, config or lock error). With `--calls FILE.jsonl` (`-` for stdin) it decides one call per
+line in one process, prints one decision per line in the same order, and exits 0 when every line
+was decided, 2 when a line could not be (its output line says why; the others are still decided).
 """
 
 from __future__ import annotations
@@ -84,8 +86,72 @@ def _print_decision(exposed: str, d: Decision, as_json: bool, policy: CompiledPo
         console.print(f"  redact: {', '.join(d.redactions)}", markup=False)
 
 
+def _decide_one(config: Config, policy: CompiledPolicy, who: Identity, tool: str, arguments: Any) -> Decision:
+    server, _, name = tool.partition(config.gateway.separator)
+    plan = policy.plans.get(tool)
+    if plan is None:
+        return Decision(
+            "deny",
+            "tool.not_found",
+            (f"{tool} is not in {config.lock_path.name}{did_you_mean(tool, policy.plans)}; it is unknown or not pinned (run `checkrein pin`)",),
+            error_code="tool.not_found",
+        )
+    call = ToolCall(who, "policy-check", "", "", tool, arguments, server=plan.definition.server or server, tool=plan.definition.name or name)
+    return decide(policy, call, SessionState("policy-check"), 0.0)
+
+
+def _batch(config: Config, policy: CompiledPolicy, who: Identity, source: str, as_json: bool) -> int:
+    """Decide every call of a JSON Lines file (`{"tool": ..., "args": {...}}`, other keys ignored);
+    one output line per input line, in order. Returns the exit code: 0, or 2 if a line was bad."""
+    try:
+        stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
+    except OSError as exc:
+        raise _usage(f"cannot read --calls {source}: {exc.strerror}") from None
+    bad = 0
+    out = sys.stdout
+    try:
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            problem: str | None
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                row, problem = None, f"line {number} is not valid JSON: {exc}"
+            else:
+                problem = _call_problem(row, number)
+            if problem is not None:
+                bad += 1
+                out.write(json.dumps({"line": number, "error": problem}, ensure_ascii=False) + "\n" if as_json else f"{number}: error: {problem}\n")
+                continue
+            d = _decide_one(config, policy, who, row["tool"], row.get("args", {}))
+            if as_json:
+                out.write(json.dumps({"line": number, "tool": row["tool"], **d.as_dict()}, ensure_ascii=False) + "\n")
+            else:
+                out.write(f"{number}: {d.effect} {row['tool']} rule={d.rule_id}" + (f" ({d.reasons[0]})" if d.reasons else "") + "\n")
+    except UnicodeDecodeError as exc:
+        raise _usage(f"--calls {source} is not UTF-8 text: {exc}") from None
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+    if bad:
+        print(f"checkrein: {bad} line(s) of {source} could not be decided (see their output lines)", file=sys.stderr)
+    return 2 if bad else 0
+
+
+def _call_problem(row: Any, number: int) -> str | None:
+    if not isinstance(row, dict):
+        return f"line {number} is not a JSON object"
+    tool = row.get("tool")
+    if not isinstance(tool, str) or not tool:
+        return f"line {number} has no string \"tool\""
+    if not isinstance(row.get("args", {}), dict):
+        return f"line {number}: \"args\" must be a JSON object"
+    return None
+
+
 def check(
-    tool: str = typer.Option(..., "--tool", "-t", help="Exposed tool name (server__tool)."),
+    tool: str | None = typer.Option(None, "--tool", "-t", help="Exposed tool name (server__tool)."),
     args: str = typer.Option(
         "{}", "--args", "-a", help="Arguments as a JSON object; @FILE reads it from a file, - from stdin."
     ),
@@ -93,10 +159,22 @@ def check(
     identity: str | None = typer.Option(None, "--identity", "-i", help="Identity name (one of the config's identities)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     anonymous: bool = typer.Option(False, "--anonymous", help="Decide for an unauthenticated HTTP caller."),
+    calls: str | None = typer.Option(
+        None, "--calls", help="Decide every call of a JSON Lines file ({\"tool\": ..., \"args\": {...}} per line; - for stdin)."
+    ),
 ) -> None:
     """Print the decision for one call. Exit 0 allow, 3 deny, 4 ask, 2 usage error.
 
+    With --calls, decide one call per line and print one decision per line in the same order
+    (with --json: effect, rule_id, reasons, findings...); exit 0 when every line was decided.
     The caller is the local user (as for stdio) unless --identity or --anonymous says otherwise."""
+    if calls is not None:
+        if tool is not None:
+            raise _usage("--tool and --calls exclude each other")
+        config, policy = _load(config_path)
+        raise typer.Exit(_batch(config, policy, _identity(config, identity, anonymous), calls, as_json))
+    if tool is None:
+        raise _usage("give --tool (one call) or --calls FILE.jsonl (many)")
     try:
         if args == "-":
             args = sys.stdin.read()
@@ -110,17 +188,7 @@ def check(
         raise _usage(f"--args is not valid JSON: {exc}") from None
     config, policy = _load(config_path)
     who = _identity(config, identity, anonymous)
-    server, _, name = tool.partition(config.gateway.separator)
-    call = ToolCall(who, "policy-check", "", "", tool, arguments, server=server, tool=name)
-    if tool not in policy.plans:
-        d = Decision(
-            "deny",
-            "tool.not_found",
-            (f"{tool} is not in {config.lock_path.name}{did_you_mean(tool, policy.plans)}; it is unknown or not pinned (run `checkrein pin`)",),
-            error_code="tool.not_found",
-        )
-    else:
-        d = decide(policy, call, SessionState("policy-check"), 0.0)
+    d = _decide_one(config, policy, who, tool, arguments)
     _print_decision(tool, d, as_json, policy)
     raise typer.Exit(EXIT[d.effect])
 
@@ -168,7 +236,7 @@ def tools(
 
 def register(app: typer.Typer) -> None:
     """Add `policy check` and `policy tools` to `app`."""
-    group = typer.Typer(help="Inspect the policy without starting any upstream.", no_args_is_help=True)
+    group = typer.Typer(rich_markup_mode=None, help="Inspect the policy without starting any upstream.", no_args_is_help=True)
     group.command("check")(check)
     group.command("tools")(tools)
     app.add_typer(group, name="policy")

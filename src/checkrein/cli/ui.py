@@ -44,8 +44,7 @@ def ui(
     records, traces, the log's verify status, and charts. Read-only.
 
     Tokens are the gateway's ([gateway] token, [[identities]], env CHECKREIN_TOKEN); with none
-    configured a one-time token is made and printed in the address. Exit codes: 0 stopped,
-    2 usage or config error.
+    configured a one-time token is made and printed in the address.
     """
     from checkrein.audit.trail import resolve_audit_dir
     from checkrein.config import load_config

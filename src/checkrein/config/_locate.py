@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+"""A ``[table]`` or ``[[array]]`` header line (group 1: the brackets, group 2: the name)."""
+_HEADER = HEADER
+
+
+def normalized_key(name: str) -> str:
+    """A header's dotted name with quotes and spaces around its parts removed."""
+    return _norm(name)
 
 
 def _norm(name: str) -> str:
@@ -72,21 +79,3 @@ def locate(text: str, loc: Sequence[str | int]) -> int | None:
                 return i + 1
         return best
     return best
-
-
-def show_line(text: str, line: int, column: int | None = None) -> str:
-    """Line ``line`` of ``text`` (and the one before it, where a missing bracket or quote usually
-    is), numbered, with a caret under ``column``; the empty string past the end of ``text``."""
-    lines = text.splitlines()
-    if not 1 <= line <= len(lines) + 1:
-        return ""
-    width = len(str(line))
-    out = []
-    for n in (line - 1, line):
-        if 1 <= n <= len(lines):
-            out.append(f"  {n:>{width}} | {lines[n - 1]}")
-        elif n == len(lines) + 1:
-            out.append(f"  {n:>{width}} | (end of file)")
-    if column is not None and line <= len(lines):
-        out.append(f"  {'':>{width}} | {' ' * max(column - 1, 0)}^")
-    return "\n".join(out)

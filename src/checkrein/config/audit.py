@@ -8,7 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .fleet import PostgresAuditSettings
 
-__all__ = ["AuditSettings", "WitnessSettings"]
+__all__ = ["DEFAULT_AUDIT_DIR", "AuditSettings", "WitnessSettings"]
+
+DEFAULT_AUDIT_DIR = "checkrein-audit"
+"""Where the audit goes when `[audit] dir` is not set: this directory beside the config file."""
 
 
 class WitnessSettings(BaseModel):
@@ -38,6 +41,9 @@ class WitnessSettings(BaseModel):
 class AuditSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    enabled: bool = True
+    """`false`: no audit trail at all (every start says so, and `lint` warns). There is no other
+    way to turn it off."""
     dir: str | None = None
     """Directory of the chained JSONL segments and the SQLite index; relative to the config file.
     Unset: `checkrein-audit` next to the config file."""

@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from checkrein.errors import ConfigError
 
-from ._locate import locate, show_line
-from .audit import AuditSettings
+from ._locate import locate
+from ._syntax import syntax_problem
+from .audit import DEFAULT_AUDIT_DIR, AuditSettings
 from .env import Location, resolve_references, written_form
 from .fleet import StateSettings, TelemetrySettings
 from .gateway import GatewaySettings, IdentityConfig, ServerConfig
@@ -104,7 +105,11 @@ class Config(BaseModel):
 
     @property
     def audit_dir(self) -> Path | None:
-        return self.base_dir / self.audit.dir if self.audit.dir else None
+        """Where the audit trail is written (`[audit] dir`, default `checkrein-audit` beside the
+        config file); ``None`` only with ``[audit] enabled = false``."""
+        if not self.audit.enabled:
+            return None
+        return (self.base_dir / (self.audit.dir or DEFAULT_AUDIT_DIR)).resolve()
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -163,11 +168,8 @@ def _with_token_variable(data: dict[str, Any], environ: Mapping[str, str]) -> di
 
 
 def _malformed_toml(exc: tomllib.TOMLDecodeError, text: str, source: str) -> ConfigError:
-    m = re.search(r"line (\d+), column (\d+)", str(exc))
-    line, column = (int(m.group(1)), int(m.group(2))) if m else (None, None)
-    shown = show_line(text, line, column) if line is not None else ""
-    return ConfigError(f"malformed TOML: {exc}" + (f"\n{shown}" if shown else ""), file=source, line=line,
-                       fix="Fix the TOML syntax at the line shown (a missing quote, bracket or comma?).")
+    found = syntax_problem(text, exc)
+    return ConfigError(f"malformed TOML: {found.message}", file=source, line=found.line, key=found.key, fix=found.fix)
 
 
 def parse_config(

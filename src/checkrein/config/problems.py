@@ -22,7 +22,7 @@ from checkrein.errors import ConfigError
 from ._locate import locate
 from .env import Location
 
-__all__ = ["close_matches", "did_you_mean", "key_string", "problems_of", "raise_problems"]
+__all__ = ["close_matches", "did_you_mean", "explained", "key_string", "problems_of", "raise_problems"]
 
 
 def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
@@ -143,6 +143,8 @@ def problems_of(
             if where[: len(loc)] == loc and loc:
                 gone = (empty or {}).get(where)
                 message += f" (written as {was!r}" + (f"; {', '.join(gone)} is set but empty)" if gone else ")")
+                if gone and fix is None:
+                    fix = f"Give {' and '.join(gone)} a value in the environment, or change `{key_string(loc)}`."
                 break
         line = locate(text, loc) if text else None
         out.append(ConfigError(message, file=file, line=line, key=key_string(loc) or None, fix=fix))
@@ -161,3 +163,15 @@ def raise_problems(problems: Sequence[ConfigError], *, file: str | None, code: s
     error = ConfigError(f"{len(ordered)} problems:\n{listing}", file=file, code=code, problems=ordered)
     error.line, error.key = ordered[0].line, ordered[0].key
     raise error
+
+
+def explained(error: ConfigError) -> str:
+    """``error`` for a person: each problem on its line (file:line, key, what), each followed by
+    its fix when it has one."""
+    def one(p: ConfigError, indent: str) -> str:
+        return f"{indent}{p}" + (f"\n{indent}  fix: {p.fix}" if p.fix else "")
+
+    if not error.problems:
+        return one(error, "")
+    head = f"{error.file}: " if error.file else ""
+    return f"{head}{len(error.problems)} problems:\n" + "\n".join(one(p, "  ") for p in error.problems)

@@ -18,6 +18,7 @@ from checkrein.agent.model import Model
 from checkrein.agent.runner import gateway_target, run_query
 from checkrein.agent.scripted import ScriptedModel, ScriptStep
 from checkrein.audit.query import EventFilter, query_events
+from checkrein.audit.signing import default_key_path
 from checkrein.audit.verify import verify_log
 from checkrein.errors import AuditError
 from checkrein.servers.knowledge_seed import seed_knowledge_base
@@ -149,10 +150,16 @@ async def run_scenario(
         if not any(e.get("exposed_name") == tool and "quarantin" in str(e.get("decision", {}).get("rule_id", ""))
                    for e in calls):
             failures.append(f"{tool} was not quarantined")
-    report = verify_log(audit_dir)
+    # The workspace's config is a file, so serve signed the log with the key it made beside it:
+    # the check is `checkrein audit verify audit --key checkrein.audit-key` (signatures included).
+    key = default_key_path(str(config_path), workdir)
+    report = verify_log(audit_dir, public_key=key if key.is_file() else None)
     if not report.valid:
         failures.append(f"audit verify failed: {report.problem}")
-    passed = not failures if scripted else result.status != "error" and report.valid
+    elif not report.signatures_checked:
+        failures.append("audit verify checked no checkpoint signature (the log is not signed)")
+    verified = report.valid and report.signatures_checked > 0
+    passed = not failures if scripted else result.status != "error" and verified
     return ScenarioResult(
         name=scenario.name,
         title=scenario.title,
@@ -163,6 +170,6 @@ async def run_scenario(
         answer=answer[:2000],
         failures=failures,
         duration_s=round(time.monotonic() - started, 2),
-        audit_verified=report.valid,
+        audit_verified=verified,
         audit_events=report.events,
     )

@@ -3,7 +3,8 @@
 Defaults, one line each (other packages replace theirs here):
 
     upstreams   `UpstreamPool` of `[[servers]]` (list_changed and lifecycle events reach the gate)
-    audit       `open_audit_trail` when `[audit] dir` is set, else `NullAuditTrail`
+    audit       `open_audit_trail` (`[audit] dir`, default beside the config), `NullAuditTrail`
+                only with `[audit] enabled = false`
     approver    `build_approver([approval])`, with elicitation through the frontend's sessions
     budget      `InProcessBudget([budgets])` when limits are configured (`SharedBudget` on `[state]`), else none
     flows       `InMemoryFlowStore` (`SharedFlowStore` on `[state]`)
@@ -21,12 +22,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkrein.audit.record import AuditTrail, CallRecord, LifecycleRecord
-from checkrein.config import LAUNCH, WEBHOOK, Config, ServerConfig
+from checkrein.config import LAUNCH, WEBHOOK, Config
 from checkrein.policy import ResultInspector
 from checkrein.state import FallbackState, SharedState, build_state
 from checkrein.telemetry import Telemetry, build_telemetry
 from checkrein.upstream import UpstreamPool
 from checkrein.upstream.base import Upstream
+from checkrein.upstream.spawn import EarlyProcesses, resolve_python
 
 from .flow_shared import SharedFlowStore
 from .metering import watch_state
@@ -37,22 +39,9 @@ from .shared import SharedBudget, SharedGrants
 
 __all__ = ["NullAuditTrail", "build_gate", "default_audit", "resolve_python"]
 
-_PYTHON_NAMES = frozenset({"python", "python3"})
-
-
-def resolve_python(server: ServerConfig) -> ServerConfig:
-    """A bare ``python``/``python3`` command means the interpreter running checkrein.
-
-    So ``python -m checkrein.servers.NAME`` (and the test servers) work from a virtualenv whose
-    ``bin`` is not on PATH; any other command is left as written.
-    """
-    if server.command in _PYTHON_NAMES:
-        return server.model_copy(update={"command": sys.executable})
-    return server
-
-
 class NullAuditTrail:
-    """The trail used when `[audit] dir` is unset: always writable, keeps nothing."""
+    """The trail used with `[audit] enabled = false` (and by commands that serve no calls):
+    always writable, keeps nothing."""
 
     discards_records = True
     """Tells the gate it may skip building records nobody keeps (a per-call saving)."""
@@ -71,11 +60,12 @@ class NullAuditTrail:
 
 
 def default_audit(config: Config) -> AuditTrail:
-    """The chained log under `[audit] dir` (secrets found by the policy's finder), or nothing.
+    """The chained log under `Config.audit_dir` (secrets found by the policy's finder), or
+    nothing with `[audit] enabled = false`.
 
     Raises ``AuditUnavailable`` / ``AuditError`` when the log cannot be opened (fail closed).
     """
-    if not config.audit.dir:
+    if not config.audit.enabled:
         return NullAuditTrail()
     from checkrein.audit import open_audit_trail
     from checkrein.audit.signing import prepare_signing_key
@@ -99,11 +89,13 @@ def build_gate(
     inspector: ResultInspector | None = None,
     telemetry: Telemetry | None = None,
     state: SharedState | None = None,
+    early: EarlyProcesses | None = None,
 ) -> Gate:
     """A gate over ``upstreams`` (default: the configured servers). Not started: use ``async with``.
 
     ``state`` is where budgets and approval grants live when `[state] url` is set (default: built
     from the config; pass it to share one client with the HTTP frontend and to close it yourself).
+    ``early`` holds stdio servers already started (`spawn_early`); their connections adopt them.
 
     Raises ``ConfigError`` (e.g. an unset variable in a server's launch fields or the webhook's
     headers, let through by a loader told they were unused) and the errors of `default_audit`.
@@ -128,7 +120,7 @@ def build_gate(
     if upstreams is None:
         config.require_resolved(LAUNCH, "starting the servers")
         servers = [resolve_python(s) for s in config.servers]
-        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay)
+        upstreams = UpstreamPool(servers, on_tools_changed=tools_changed, on_event=upstream_event, relay=relay, early=early)
     if telemetry is None:
         telemetry = build_telemetry(config)  # before the audit opens: a config error leaks nothing
 

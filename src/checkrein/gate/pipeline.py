@@ -37,6 +37,7 @@ from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
 from checkrein.policy import CompiledPolicy, Identity, ResultInspector, ToolCall, compile_policy
 from checkrein.telemetry import Telemetry
+from checkrein.policy.analyzers.descriptions import review_tool
 
 from . import metering
 from .approval import BoundApprover, approval_form, approval_message
@@ -340,30 +341,36 @@ class Gate:
                 known = {p.server_of(n, names.separator) for n, p in pins.items()}
                 first_seen = [s for s in sorted(tools) if s not in known and tools[s]]
         if first_seen or (pins is None and trust_on_first_use):
-            fresh = build_catalog({s: tools[s] for s in first_seen}, separator=names.separator, pins=None, names=names)
-            new_pins = dict(pins or {})
-            new_pins.update({e.exposed: PinnedTool(e.digest, e.definition.pinned_fields(), e.server) for e in fresh})
-            write_lock(lock_path, new_pins)
-            pins = new_pins
-            self._lock_mtime = _mtime(lock_path)
-            self.lock_written = True
-            log.info("pinned %d tool(s) of %s in %s (trust on first use)", len(fresh), ", ".join(first_seen), lock_path)
-            if pins_before is not None:  # at the very first start, `gateway.start` says `lock_written`
-                await self.record_lifecycle(
-                    "pin.first_use",
-                    {"lock": str(lock_path), "servers": first_seen, "tools": sorted(e.exposed for e in fresh)},
-                )
+            fresh = build_catalog({s: tools[s] for s in first_seen}, separator=names.separator, pins=None, names=names, review=review_tool)
+            trusted = [e for e in fresh if e.status == "ok"]  # a flagged tool is never pinned by trust on first use
+            if trusted or pins is None:
+                new_pins = dict(pins or {})
+                new_pins.update({e.exposed: PinnedTool(e.digest, e.definition.pinned_fields(), e.server) for e in trusted})
+                write_lock(lock_path, new_pins)
+                pins = new_pins
+                self._lock_mtime = _mtime(lock_path)
+                self.lock_written = True
+                log.info("pinned %d tool(s) of %s in %s (trust on first use)", len(trusted), ", ".join(first_seen), lock_path)
+                if pins_before is not None:  # at the very first start, `gateway.start` says `lock_written`
+                    await self.record_lifecycle(
+                        "pin.first_use",
+                        {"lock": str(lock_path), "servers": first_seen, "tools": sorted(e.exposed for e in trusted)},
+                    )
         if pins is None:
             # The lock vanished after start: keep judging drift against what was pinned then.
             # (No lock and no pins yet, without trust on first use: report everything as ok.)
             pins = self._pins
         self._pins = pins
-        catalog = build_catalog(tools, separator=names.separator, pins=pins, names=names)
+        flagged_before = {(e.exposed, e.digest) for e in self.catalog.flagged}
+        catalog = build_catalog(tools, separator=names.separator, pins=pins, names=names, review=review_tool)
         self._state = self._make_state(self.config, catalog)
+        for e in catalog.flagged:  # each flagged definition is audited once
+            if (e.exposed, e.digest) not in flagged_before:
+                await self.record_lifecycle("tool.flagged", {"tool": e.exposed, "server": e.server, "digest": e.digest, "reason": e.flagged})
         for skipped in catalog.skipped:
             log.warning("not exposing %s tool %r: %s", skipped.server, skipped.tool, skipped.reason)
         for q in catalog.quarantined:
-            log.warning("quarantined %s: %s", q.exposed, q.drift)
+            log.warning("quarantined %s: %s", q.exposed, q.reason)
         return catalog
 
     async def refresh(self, server: str) -> None:
@@ -413,6 +420,7 @@ class Gate:
                 ("[approval]", old.approval, config.approval),
                 ("[budgets]", old.budgets, config.budgets),
                 ("audit.dir", old.audit.dir, config.audit.dir),
+                ("audit.enabled", old.audit.enabled, config.audit.enabled),
             )
             if before != after
         ]

@@ -14,8 +14,13 @@ is left to the schema's ``required``. Semantics, all strict:
   upstream's working directory, so a relative root (``data``) allows ``data/x`` and ``./data/x``;
   an absolute path must sit under an absolute root. (The `paths` analyzer checks decoded forms.)
 - ``hosts``: a URL string must be ``http``/``https``, carry no credentials, and have a host equal
-  to one listed (or under a ``*.example.com`` wildcard, which does not match the bare domain).
-- ``read_only_sql``: the SQL analyzer's `classify_sql` must say ``read``.
+  to one listed (or under a ``*.example.com`` wildcard, which does not match the bare domain). The
+  URL is read as a WHATWG client reads it (TAB/CR/LF deleted, a backslash ends the host) and hosts
+  are compared after IDNA mapping, so no spelling reaches a host the check did not see.
+- ``read_only_sql``: the SQL analyzer's `classify_sql` must say ``read``: no statement with a side
+  effect (writes, DDL, `SELECT ... INTO`, nested DML, row locks, `nextval`, `set_config`, advisory
+  locks, server functions, unbounded `generate_series`...), judged on the parsed tree; the reason
+  names what was found.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from urllib.parse import urlsplit
 
 from checkrein.config.policy import ArgConstraint
 
+from .analyzers.sql import side_effect
+from .analyzers.urls import host_allowed
 from .schema import json_equal
 
 __all__ = ["CompiledConstraint", "SqlClassifier", "compile_constraint", "parse_pointer"]
@@ -93,27 +100,24 @@ def _path_problem(value: str, roots: tuple[str, ...]) -> str | None:
     return f"is outside the allowed roots {list(roots)}"
 
 
-def _host_allowed(host: str, hosts: tuple[str, ...]) -> bool:
-    for h in hosts:
-        if h.startswith("*."):
-            if host.endswith(h[1:]) and len(host) > len(h) - 1:
-                return True
-        elif host == h:
-            return True
-    return False
+_TAB_NEWLINE = str.maketrans("", "", "\t\r\n")
 
 
 def _url_problem(value: str, hosts: tuple[str, ...]) -> str | None:
+    text = value.strip().translate(_TAB_NEWLINE)
+    scheme = text.partition(":")[0].lower()
+    if scheme in ("http", "https"):
+        text = text.replace("\\", "/")  # special schemes: a backslash is a slash (WHATWG)
     try:
-        parts = urlsplit(value.strip())
-        host = (parts.hostname or "").rstrip(".")
+        parts = urlsplit(text)
+        host = parts.hostname or ""
     except ValueError:
         return "is not a valid URL"
     if parts.scheme.lower() not in ("http", "https"):
         return "is not an http(s) URL"
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         return "carries credentials"
-    if not _host_allowed(host, hosts):
+    if not host or not host_allowed(host, hosts):
         return f"has host {host!r}, not one of the allowed hosts {list(hosts)}"
     return None
 
@@ -194,7 +198,8 @@ class CompiledConstraint:
                 raise RuntimeError("read_only_sql is configured but the SQL analyzer is not available")
             kind = classify_sql(text)
             if kind != "read":
-                return f"is not read-only SQL (classified {kind})"
+                why = side_effect(text) if len(text) <= 65_536 else None
+                return f"is not read-only SQL (classified {kind}{': ' + why if why else ''})"
         return None
 
 

@@ -131,7 +131,7 @@ class CompiledPolicy:
         return self.plans.get(exposed)
 
 
-def _load_analyzers() -> tuple[Scanner | None, Callable[[Mapping[str, Any]], Mapping[str, ArgKind]] | None, SqlClassifier | None, str | None]:
+def _load_analyzers() -> tuple[Scanner | None, Callable[[Mapping[str, Any], str], Mapping[str, ArgKind]] | None, SqlClassifier | None, str | None]:
     # Imported here, not at module level: the analyzers are built alongside this engine, and a
     # missing analyzer must deny calls that need it rather than break every import of the policy.
     try:
@@ -199,11 +199,14 @@ def compile_policy(
         constraints = tuple(compile_constraint(k, c) for k, c in arg_specs.items())
         kinds: dict[str, ArgKind] = {}
         if kinds_from_schema is not None:
-            schema_kinds = kinds_cache.get(key) if key is not None else None
+            # The tool's own words decide what an ambiguous `query` argument holds (SQL or a search).
+            tool_text = " ".join(t for t in (definition.name, definition.title, definition.description) if t)
+            kinds_key = f"{key}\n{tool_text}" if key is not None else None
+            schema_kinds = kinds_cache.get(kinds_key) if kinds_key is not None else None
             if schema_kinds is None:
-                schema_kinds = dict(kinds_from_schema(definition.input_schema))
-                if key is not None:
-                    kinds_cache[key] = schema_kinds
+                schema_kinds = dict(kinds_from_schema(definition.input_schema, tool_text))
+                if kinds_key is not None:
+                    kinds_cache[kinds_key] = schema_kinds
             kinds.update(schema_kinds)
         for k, c in arg_specs.items():
             if c.kind is not None:

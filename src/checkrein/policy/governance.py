@@ -9,12 +9,12 @@ Rules, in the order a call meets them (the first that denies wins):
    whose roles is listed in that server's ``identities``; ``medium`` admits authenticated identities;
    ``low`` admits everyone (stdio callers are the local, authenticated user).
 3. The tool's ``roles`` (from its `ToolRule`): when set, the identity's name or a role must be listed.
-4. The base effect: an ``[policy] allow`` glob allows; else an explicit ``[policy] default``; else the
-   template's effect for the tool's category (`checkrein.policy.templates`); else deny.
+4. The base effect: an ``[policy] allow`` glob allows; else an explicit ``[policy] default`` (so
+   ``default = "allow"`` allows every tool no deny glob matches, as documented for the key); else
+   the template's effect for the tool's category (`checkrein.policy.templates`); else deny.
 5. Risk: the tool's ``risk`` from `[policy.tools]`, else the template's risk for its category, else
-   ``unknown``. An ``unknown``-risk tool is denied unless the policy NAMES it: its exposed name
-   matches an ``allow`` pattern (exact or glob), or ``[policy.tools]`` has a key equal to its exact
-   exposed name. Being allowed only by ``default = "allow"`` does not name a tool.
+   ``unknown``. An ``unknown``-risk tool never asks for approval on account of its risk: give it a
+   ``risk``, or use a template, for risky tools to ask (`lint` says so for ``default = "allow"``).
 
 Tool rules: the `ToolRule` of a tool merges every ``[policy.tools]`` key that matches it, the exact
 name first, then globs from the most specific (longest pattern without wildcards) to the least
@@ -265,13 +265,6 @@ def govern_tool(t: GovernanceTables, exposed: str, definition: ToolDefinition) -
             base = _deny(rid, f"template {t.template.name!r} denies {what} tools ({exposed} is classified {what})", risk)
     else:
         base = _deny("default:deny", f"{exposed} is not allowed by any policy rule (default deny)", risk)
-    if base.effect == "allow" and risk == "unknown" and not named:
-        base = _deny(
-            "risk:unknown",
-            f"{exposed} has no risk level and the policy does not name it (add it to allow or [policy.tools])",
-            risk,
-        )
-
     level, idents = t.servers.get(definition.server, ("low", frozenset()))
     return ToolGovernance(
         server=definition.server,

@@ -52,8 +52,12 @@ secrets        ask                  deny                 deny
 =============  ===================  ===================  ===================
 
 ``production`` and ``strict`` also require every ``query``-kind argument (from the tool's schema or
-the config) that has no explicit constraint to hold read-only SQL (`read_only_sql`): a query
-argument is a write channel of its own.
+the config) that has no explicit constraint to hold read-only SQL (`read_only_sql`, which means no
+side effect at all, judged on the parsed statement): a query argument is a write channel of its
+own. Which arguments hold SQL is decided from the schema *and* the tool, never the name alone
+(`checkrein.policy.analyzers.schema.query_is_sql`): the ``query`` of a search tool
+(``search_documents``, "Words to look for") is text and stays free, the ``query`` of ``run_sql``
+is SQL; a config ``kind = "query"`` or ``kind = "text"`` for the argument wins either way.
 
 Every key stays overridable by the explicit config: ``deny``/``allow`` globs are checked before the
 template's category effects; ``[policy] default`` replaces them all; a tool's ``risk`` replaces the
@@ -75,6 +79,7 @@ __all__ = [
     "Classification",
     "Template",
     "classify",
+    "name_category",
     "name_words",
 ]
 
@@ -126,6 +131,11 @@ def _name_category(words: tuple[str, ...]) -> Category:
         elif w in _READ and found == "unknown":
             found = "read"
     return found
+
+
+def name_category(tool_name: str) -> Category:
+    """What a tool's own name says it does (rule 2's name signal), ignoring annotations and config."""
+    return _name_category(name_words(tool_name))
 
 
 def _annotation_category(annotations: Mapping[str, Any] | None) -> Category:

@@ -9,9 +9,10 @@ line that was not JSON-RPC) for the error message.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import subprocess
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -21,11 +22,10 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from checkrein.errors import UpstreamUnavailable
+from checkrein.upstream.spawn import spawn_stdio
 
 __all__ = ["StderrTail", "StdioProcess", "open_stdio"]
 
@@ -111,6 +111,7 @@ async def open_stdio(
     env: Mapping[str, str],
     cwd: str | None,
     process_info: StdioProcess,
+    process: anyio.abc.Process | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -119,29 +120,11 @@ async def open_stdio(
     The child's environment is the SDK's safe default set (PATH, HOME, ...) plus ``env``, so the
     gateway's own secrets are not inherited. On exit, stdin is closed, the process gets
     ``_EXIT_GRACE_S`` to leave, and then its whole group is killed. Raises ``UpstreamUnavailable``
-    when the command cannot be started (not found, not executable, bad cwd).
+    when the command cannot be started (not found, not executable, bad cwd). ``process``, when
+    given, is that command already started by `spawn_stdio` (an early start): it is adopted.
     """
-    try:
-        process = await anyio.open_process(
-            [command, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**get_default_environment(), **env},
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        where = f" (cwd {cwd!r})" if cwd else ""
-        missing = exc.filename if exc.filename not in (None, command) else command
-        if cwd and not os.path.isdir(cwd):
-            raise UpstreamUnavailable(f"cannot start {command!r}: working directory {cwd!r} does not exist") from exc
-        raise UpstreamUnavailable(f"cannot start {missing!r}: command not found{where}; check `command` and PATH") from exc
-    except PermissionError as exc:
-        raise UpstreamUnavailable(f"cannot start {command!r}: permission denied (is it executable?)") from exc
-    except OSError as exc:
-        raise UpstreamUnavailable(f"cannot start {command!r}: {exc}") from exc
-
+    if process is None:
+        process = await spawn_stdio(command, args, env=env, cwd=cwd)
     process_info.pid = process.pid
     stderr_done = anyio.Event()
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
@@ -227,9 +210,62 @@ def _parse(line: bytes, process_info: StdioProcess) -> SessionMessage | Exceptio
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
+        if "recursion limit" in str(exc):
+            deep = _parse_deep(line)
+            if deep is not None:
+                return deep
         if process_info.bad_output is None:
             process_info.bad_output = line.decode("utf-8", "replace")[:200]
         return exc
+
+
+def _parse_deep(line: bytes) -> SessionMessage | None:
+    """A message nested deeper than the fast parser allows (about 128 levels): parsed by the
+    standard library's, so result inspection can judge it; deeper than that too, the request it
+    answers gets a parse error instead of waiting for its timeout. ``None``: no request to tell."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
+    except (RecursionError, ValueError):
+        request_id = _top_level_id(line)
+    if request_id is None:
+        return None
+    error = types.ErrorData(
+        code=types.PARSE_ERROR,
+        message="the server's answer nests too deep to be read (JSON recursion limit exceeded)",
+    )
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+_ID_VALUE = re.compile(rb'\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.){0,200}")\s*[,}]')
+_ID_SCAN_BYTES = 1 << 20
+
+
+def _top_level_id(line: bytes) -> int | str | None:
+    """The ``id`` member of the JSON object ``line`` (only at its top level), found without
+    parsing the rest; within the first ``_ID_SCAN_BYTES`` bytes."""
+    depth, i, end = 0, 0, min(len(line), _ID_SCAN_BYTES)
+    key_next = False
+    while i < end:
+        c = line[i]
+        if c == 0x22:  # a string: skip it, and read it when it is a top-level key named "id"
+            j = i + 1
+            while j < end and line[j] != 0x22:
+                j += 2 if line[j] == 0x5C else 1
+            if depth == 1 and key_next and line[i + 1 : j] == b"id":
+                m = _ID_VALUE.match(line, j + 1)
+                return None if m is None else json.loads(m.group(1))
+            key_next = False
+            i = j + 1
+            continue
+        if c in b"{[":
+            depth += 1
+            key_next = c == 0x7B and depth == 1
+        elif c in b"}]":
+            depth -= 1
+        elif c == 0x2C and depth == 1:
+            key_next = True
+        i += 1
+    return None
 
 
 async def _stop(process: anyio.abc.Process) -> None:

@@ -39,6 +39,7 @@ from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
+from checkrein.upstream.spawn import EarlyProcesses
 from checkrein.upstream.transports import all_pages, open_transport
 from checkrein.upstream.wire import describe_error as _describe
 from checkrein.upstream.wire import first_cause as _first_cause
@@ -82,7 +83,8 @@ class McpUpstream:
             result = await up.call_tool("echo", {"text": "hi"}, timeout_s=config.timeout_s)
 
     ``${VAR}`` references in ``config`` were resolved when the config was loaded; the values here
-    are used as they are. ``connect_timeout_s`` bounds a start or restart (spawn + handshake + first listings).
+    are used as they are. ``early`` may hold this server's process already started (its first
+    connection adopts it). ``connect_timeout_s`` bounds a start or restart (spawn + handshake + first listings).
     """
 
     def __init__(
@@ -95,8 +97,10 @@ class McpUpstream:
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
         relay: RelayHooks | None = None,
+        early: EarlyProcesses | None = None,
     ) -> None:
         self.name = config.name
+        self._early = early
         self._relay = relay
         self._inflight = InFlight()
         self.config = config
@@ -451,7 +455,7 @@ class McpUpstream:
     ) -> _Link:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
-        read, write = await stack.enter_async_context(open_transport(self.config, process))
+        read, write = await stack.enter_async_context(open_transport(self.config, process, self._early))
         callbacks = SessionCallbacks(self.name, self._relay, self._inflight).kwargs() if self._relay else {}
         session = UpstreamSession(
             read,

@@ -18,6 +18,7 @@ from checkrein.upstream.base import ToolsChanged, Upstream, UpstreamInfo
 from checkrein.upstream.connection import LifecycleHook, McpUpstream
 from checkrein.upstream.relay import RelayHooks
 from checkrein.upstream.session import Era
+from checkrein.upstream.spawn import EarlyProcesses
 
 __all__ = ["UpstreamPool"]
 
@@ -49,6 +50,7 @@ class UpstreamPool(Mapping[str, Upstream]):
         connect_timeout_s: float = 15.0,
         backoff: Backoff | None = None,
         relay: RelayHooks | None = None,
+        early: EarlyProcesses | None = None,
     ) -> None:
         self._managed: dict[str, McpUpstream] = {}
         for cfg in configs:
@@ -64,6 +66,7 @@ class UpstreamPool(Mapping[str, Upstream]):
                 connect_timeout_s=connect_timeout_s,
                 backoff=backoff,
                 relay=relay,
+                early=early,
             )
         self._all: dict[str, Upstream] = dict(self._managed)
         for up in upstreams:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkrein.policy.analyzers.hosts import classify_host
+from checkrein.policy.analyzers.hosts import canonical_host, classify_host
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,40 @@ def test_public_hosts(host: str) -> None:
 def test_obfuscated_public_address_is_still_reported() -> None:
     verdict = classify_host("134744072")  # 8.8.8.8 as a decimal number
     assert verdict is not None and verdict.obfuscated
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"),
+    [
+        ("127\u30020\u30020\u30021", "loopback"),  # ideographic full stops
+        ("169\uff61254\uff61169\uff61254", "metadata"),  # halfwidth ideographic full stops
+        ("\uff11\uff12\uff17\uff0e\uff10\uff0e\uff10\uff0e\uff11", "loopback"),  # fullwidth digits and dots
+        ("\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3", "internal_name"),  # circled letters
+        ("loc\u200balhost", "internal_name"),  # a zero-width space inside the name
+        ("168.63.129.16", "metadata"),  # Azure WireServer
+        ("169.254.42.42", "metadata"),  # Scaleway
+        ("[fd20:ce::254]", "metadata"),  # GCP over IPv6
+        ("rancher-metadata", "metadata"),
+        ("METADATA.GOOGLE.INTERNAL.", "metadata"),
+        ("app.localhost.direct", "dns_rebinding_service"),
+        ("x.lvh.me", "dns_rebinding_service"),
+        ("abc.oast.fun", "dns_rebinding_service"),
+        ("localhost.attacker.example", "internal_name"),
+        ("locahost", "typo_domain"),
+        ("lcoalhost.com", "typo_domain"),
+        ("api.localtets.me", "typo_domain"),
+    ],
+)
+def test_idna_spellings_clouds_and_loopback_families(host: str, kind: str) -> None:
+    verdict = classify_host(host)
+    assert verdict is not None and verdict.kind == kind, verdict
+
+
+@pytest.mark.parametrize("host", ["google.com", "location.example.com", "localhost-news.com", "lvh.com", "news.ycombinator.com", "m\u00fcnchen.de"])
+def test_public_names_near_internal_ones_stay_clean(host: str) -> None:
+    assert classify_host(host) is None
+
+
+def test_canonical_host_maps_like_an_http_client() -> None:
+    assert canonical_host("EXAMPLE\u3002COM.") == "example.com"
+    assert canonical_host("\uff41\uff50\uff49.example.com") == "api.example.com"

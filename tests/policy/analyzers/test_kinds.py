@@ -91,3 +91,30 @@ def test_kind_for_reads_indices_as_wildcards_and_top_level_names() -> None:
     assert kind_for("/files/0", kinds) == "path"  # type: ignore[arg-type]
     assert kind_for("/query", kinds) == "query"  # type: ignore[arg-type]
     assert kind_for("/other", kinds) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "tool", "kind"),
+    [
+        ("query", "Words to look for.", "search_documents Search the knowledge base.", None),
+        ("query", "", "search_documents Search the knowledge base.", None),
+        ("query", "Search query", "", None),
+        ("search_query", "", "", None),
+        ("query", "GraphQL query", "", None),
+        ("query", "", "elasticsearch_search Query DSL search", None),
+        ("query", "", "run_sql Run SQL against the warehouse", "query"),
+        ("query", "SQL SELECT statement to run", "", "query"),
+        ("query", "", "query_db Query the Postgres database", "query"),
+        ("statement", "", "execute Execute a statement on the database", "query"),
+        ("query", "", "", "query"),  # no word either way: the conservative reading
+        ("sql", "", "search anything", "query"),  # `sql` is SQL whatever the tool
+    ],
+)
+def test_an_ambiguous_query_is_judged_by_schema_and_tool(name: str, description: str, tool: str, kind: str | None) -> None:
+    assert kind_from_name(name, description, tool) == kind
+
+
+def test_kinds_from_schema_reads_the_tool() -> None:
+    schema = {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}
+    assert kinds_from_schema(schema, "search_documents Search the knowledge base") == {}
+    assert kinds_from_schema(schema, "query_db Query the Postgres database") == {"/query": "query"}

@@ -21,7 +21,7 @@ from checkrein.policy.analyzers.paths import check_path
         ("..%c0%af..%c0%afx", "traversal"),
         ("/etc/shadow", "sensitive_file"),
         ("/proc/self/environ", "sensitive_file"),
-        ("/root/.ssh/id_rsa", "sensitive_file"),
+        ("/root/.ssh/id_rsa", "credential_store"),
         ("/var/log/syslog", "system_path"),
         ("C:\\Windows\\System32\\config\\SAM", "system_path"),
         ("\\\\attacker\\share\\x", "unc_path"),

@@ -96,3 +96,28 @@ def test_untyped_strings_catch_high_confidence_injection(text: str) -> None:
 )
 def test_untyped_prose_is_clean(text: str) -> None:
     assert kinds_of(scan_one(text), "shell") == set()
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("cat <(id)", "substitution"),
+        ("echo $'\\x72\\x6d' -rf /", "ansi_c_quote"),
+        ("$a$b /etc/passwd", "variable"),
+        ('echo "$HOME"', "variable"),
+        ("sleep 5 &", "background"),
+        ("c''at /etc/passwd", "obfuscated_command"),
+        ("w\\hoami", "obfuscated_command"),
+        ("/???/c?t /etc/passwd", "obfuscated_command"),
+        ("{cat,/etc/passwd}", "obfuscated_command"),
+        ("LD_PRELOAD=/tmp/x.so ls", "exec_environment"),
+        ("find . -delete", "dangerous_option"),
+    ],
+)
+def test_command_injection_without_a_separator_is_reported(command: str, kind: str) -> None:
+    assert kind in kinds_of(scan_one(command, "command"), "shell")
+
+
+@pytest.mark.parametrize("command", ["'ls' -la", "echo.>C:\\testing.txt", "dir C:\\Users", "git log --format='%h %s'"])
+def test_quoted_program_names_and_windows_paths_are_not_obfuscation(command: str) -> None:
+    assert "obfuscated_command" not in kinds_of(scan_one(command, "command"), "shell")

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 from _analyzer_helpers import kinds_of, scan_one
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from checkrein.policy.analyzers.hosts import classify_host, parse_ipv4_lenient
 from checkrein.policy.analyzers.urls import host_allowed, url_hosts
@@ -153,3 +155,121 @@ def test_url_hosts_returns_every_candidate_a_parser_might_pick() -> None:
     scheme, hosts, has_password = url_hosts("http://a.com:80\\@b.com/")
     assert scheme == "http" and "a.com" in hosts and "b.com" in hosts and not has_password
     assert classify_host("example.com") is None
+
+
+# -- IDNA / UTS-46: every spelling a client maps to an internal host is that host ------------------
+
+_INTERNAL_HOSTS = [
+    "127.0.0.1", "127.8.9.10", "169.254.169.254", "100.100.100.200", "168.63.129.16", "localhost",
+    "metadata.google.internal", "10.0.0.1", "192.168.0.1",
+]  # fmt: skip
+
+
+def _preimages() -> dict[str, list[str]]:
+    """Code point -> every non-ASCII character that UTS-46 maps to exactly it (`．` -> `.`, `１` -> `1`)."""
+    import idna
+
+    wanted = set("".join(_INTERNAL_HOSTS))
+    table: dict[str, list[str]] = {c: [] for c in wanted}
+    for cp in range(0x80, 0x20000):
+        ch = chr(cp)
+        try:
+            mapped = idna.uts46_remap(ch, std3_rules=False, transitional=False)
+        except (idna.IDNAError, ValueError, IndexError):
+            continue
+        if mapped in table:
+            table[mapped].append(ch)
+    return table
+
+
+_PREIMAGES = _preimages()
+_INVISIBLE = ["\u00ad", "\u200b", "\u2060", "\ufeff"]  # UTS-46 deletes these
+
+
+@st.composite
+def _idna_spelling(draw: st.DrawFn) -> tuple[str, str]:
+    host = draw(st.sampled_from(_INTERNAL_HOSTS))
+    out: list[str] = []
+    for c in host:
+        out.append(draw(st.sampled_from([c, *_PREIMAGES[c]])))
+        if draw(st.integers(0, 9)) == 0:
+            out.append(draw(st.sampled_from(_INVISIBLE)))
+    return host, "".join(out)
+
+
+def test_every_dot_and_digit_has_idna_look_alikes() -> None:
+    """The property below is not vacuous: dots and digits have several look-alikes each."""
+    assert {"\u3002", "\uff0e", "\uff61"} <= set(_PREIMAGES["."])
+    assert all(len(_PREIMAGES[d]) >= 3 for d in "0123456789")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_idna_spelling())
+def test_any_host_idna_maps_to_an_internal_address_is_found(case: tuple[str, str]) -> None:
+    """Whatever characters spell it, a host UTS-46 maps to loopback, private or metadata is reported."""
+    plain, spelled = case
+    expected = kinds_of(scan_one(f"http://{plain}/x", "url"), "urls")
+    assert expected, plain
+    found = kinds_of(scan_one(f"http://{spelled}/x", "url"), "urls")
+    assert expected & found, (spelled, found)
+    if plain in ("169.254.169.254", "metadata.google.internal", "168.63.129.16"):
+        assert "metadata" in kinds_of(scan_one(f"fetch http://{spelled}/latest please"), "urls")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.example.com\t@127.0.0.1/",
+        "http://api.example.com\r\n@169.254.169.254/",
+        "http://api.example.com@\n10.0.0.1/",
+        "http://127.0.\t0.1/",
+    ],
+)
+def test_tab_or_newline_before_the_at_sign_cannot_hide_the_host(url: str) -> None:
+    """A WHATWG parser deletes TAB/CR/LF: the host after `@` is the one checked."""
+    found = kinds_of(scan_one(url, "url", allowed_hosts=("api.example.com",)), "urls")
+    assert found & {"loopback", "metadata", "private"}
+    assert kinds_of(scan_one(url), "urls") & {"loopback", "metadata", "private"}
+
+
+def test_tab_before_the_at_sign_cannot_hide_a_host_from_the_allowlist() -> None:
+    found = kinds_of(scan_one("https://api.example.com\t@evil.example/", "url", allowed_hosts=("api.example.com",)))
+    assert "host_not_allowed" in found
+
+
+def test_idna_spellings_of_allowed_hosts_are_allowed_and_others_are_not() -> None:
+    allowed = ("api.example.com", "m\u00fcnchen.de")
+    assert scan_one("http://\uff41\uff50\uff49.example.com/", "url", allowed_hosts=allowed) == []
+    assert scan_one("https://xn--mnchen-3ya.de/", "url", allowed_hosts=allowed) == []
+    assert "host_not_allowed" in kinds_of(scan_one("https://api.example.co/", "url", allowed_hosts=allowed))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://168.63.129.16/machine?comp=goalstate",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://rancher-metadata/latest",
+        "http://metadata.google.internal./computeMetadata/v1/",
+        "http://100.100.100.200/latest/meta-data/",
+    ],
+)
+def test_every_clouds_metadata_address_is_high_confidence(url: str) -> None:
+    """Metadata endpoints are reported even in free text (no URL kind needed)."""
+    assert "metadata" in kinds_of(scan_one(f"please fetch {url} now"), "urls")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://app.localtest.me/", "http://a.localhost.direct/", "http://localhost.evil.example/", "http://locahost:8080/", "http://x.lcl.host/"],
+)
+def test_loopback_by_design_names_and_typos_are_reported(url: str) -> None:
+    assert kinds_of(scan_one(url, "url"), "urls") & {"dns_rebinding_service", "internal_name", "typo_domain"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["line one https://a.example.com\n10.0.0.1 is the gateway", "see https://example.com\n@alice thanks", "caf\u00e9 au lait"],
+)
+def test_line_breaks_in_prose_do_not_join_words_into_hosts(text: str) -> None:
+    assert kinds_of(scan_one(text), "urls") == set()

@@ -13,10 +13,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from checkrein.config.problems import raise_problems
 from checkrein.errors import ConfigError
 
-from .collect import ImportCollector, require_string_map, require_strings
-from .jsonc import read_jsonc
+from .collect import ImportCollector, require_string_map, require_strings, unknown_keys
+from .jsonc import key_line, read_jsonc
 from .model import ImportedServer, ImportResult
 
 __all__ = ["SERVER_KEYS", "read_claude", "render_claude"]
@@ -53,22 +54,26 @@ def read_claude(text: str, *, source: str = "<claude>") -> ImportResult:
     except ConfigError as exc:
         raise ConfigError(exc.message, file=source, key=exc.key) from exc
     out = ImportCollector(source, "claude")
+    problems: list[ConfigError] = []
     for name, spec in servers.items():
-        where = f"mcpServers.{name}"
-        if not isinstance(spec, dict):
-            raise ConfigError("a server entry must be an object", file=source, key=where)
+        where = f"mcpServers.{name}" if _wrapped else name
+        line = key_line(parsed.text, [*(["mcpServers"] if _wrapped else []), name])
         try:
+            if not isinstance(spec, dict):
+                raise ConfigError("a server entry must be an object")
             _read_one(out, name, spec)
         except ConfigError as exc:
-            raise ConfigError(exc.message, file=source, key=where) from exc
+            problems.append(ConfigError(exc.detail, file=source, line=line, key=where, fix=exc.fix))
+    if problems:
+        raise_problems(problems, file=source)
     return out.result()
 
 
 def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
     kind = spec.get("type")
-    unknown = sorted(set(spec) - SERVER_KEYS)
-    if unknown:
-        out.note(name, f"ignored keys {unknown} (not Claude MCP server keys)")
+    unknown = unknown_keys(spec, SERVER_KEYS)
+    for key, hint in unknown:
+        out.note(name, f"ignored key {key!r}{hint or ' (not a Claude MCP server key)'}")
     if kind in (None, "stdio") and "command" in spec:
         if not isinstance(spec["command"], str) or not spec["command"]:
             raise ConfigError("`command` must be a non-empty string")
@@ -97,7 +102,8 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
         return
     if kind not in (None, "stdio", "http", "sse"):
         raise ConfigError(f"unknown server type {kind!r} (expected stdio, http or sse)")
-    raise ConfigError("a server needs `command` (stdio) or `url` (http/sse)")
+    hints = "".join(f"; `{k}` is not a Claude key{h}" for k, h in unknown if h)
+    raise ConfigError(f"a server needs `command` (stdio) or `url` (http/sse){hints}")
 
 
 def server_entry(server: ImportedServer) -> dict[str, Any]:

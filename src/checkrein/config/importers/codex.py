@@ -14,9 +14,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from checkrein.config._locate import locate
+from checkrein.config.problems import raise_problems
 from checkrein.errors import ConfigError
 
-from .collect import ImportCollector, require_string_map, require_strings
+from .collect import ImportCollector, require_string_map, require_strings, unknown_keys
 from .model import ImportedServer, ImportResult
 from .toml_text import read_toml, toml_key, toml_value
 
@@ -43,13 +45,18 @@ def read_codex(text: str, *, source: str = "<codex>") -> ImportResult:
     if not isinstance(servers, dict):
         raise ConfigError("`mcp_servers` must be a table", file=source, key="mcp_servers")
     out = ImportCollector(source, "codex")
+    problems: list[ConfigError] = []
     for name, spec in servers.items():
-        if not isinstance(spec, dict):
-            raise ConfigError("a server entry must be a table", file=source, key=f"mcp_servers.{name}")
+        where = f"mcp_servers.{name}"
+        line = locate(text, [where]) or locate(text, ["mcp_servers", name])
         try:
+            if not isinstance(spec, dict):
+                raise ConfigError("a server entry must be a table")
             _read_one(out, name, spec)
         except ConfigError as exc:
-            raise ConfigError(exc.message, file=source, key=f"mcp_servers.{name}") from exc
+            problems.append(ConfigError(exc.detail, file=source, line=line, key=where, fix=exc.fix))
+    if problems:
+        raise_problems(problems, file=source)
     return out.result()
 
 
@@ -63,9 +70,9 @@ def _timeout(spec: Mapping[str, Any]) -> float | None:
 
 
 def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
-    unknown = sorted(set(spec) - SERVER_KEYS - {"bearer_token"})
-    if unknown:
-        out.note(name, f"ignored keys {unknown} (not Codex MCP server keys)")
+    unknown = unknown_keys({k: v for k, v in spec.items() if k != "bearer_token"}, SERVER_KEYS)
+    for key, hint in unknown:
+        out.note(name, f"ignored key {key!r}{hint or ' (not a Codex MCP server key)'}")
     for key in ("enabled_tools", "disabled_tools"):
         if key in spec:
             out.note(name, f"`{key}` is not carried over: express it in checkrein's [policy] allow/deny")
@@ -97,7 +104,11 @@ def _read_one(out: ImportCollector, name: str, spec: Mapping[str, Any]) -> None:
             headers["Authorization"] = "Bearer " + spec["bearer_token"]
         out.add(name, transport="streamable-http", url=spec["url"], headers=headers, timeout_s=_timeout(spec), enabled=enabled)
         return
-    raise ConfigError("a server needs `command` (stdio) or `url` (Streamable HTTP)")
+    for key in ("command", "url"):
+        if key in spec:
+            raise ConfigError(f"`{key}` must be a string, not {type(spec[key]).__name__}")
+    hints = "".join(f"; `{k}` is not a Codex key{h}" for k, h in unknown if h)
+    raise ConfigError(f"a server needs `command` (stdio) or `url` (Streamable HTTP){hints}")
 
 
 def server_table(server: ImportedServer) -> dict[str, Any]:

@@ -4,15 +4,16 @@ secrets moved to `${VAR}` references, notes for whatever could not be carried ov
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from checkrein.config.problems import did_you_mean
 from checkrein.errors import ConfigError
 
 from .model import ClientFormat, ImportedServer, ImportNote, ImportResult, MovedSecret
 from .secrets import SecretMover
 
-__all__ = ["ImportCollector", "checkrein_server_name", "require_string_map", "require_strings"]
+__all__ = ["ImportCollector", "checkrein_server_name", "require_string_map", "require_strings", "unknown_keys"]
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _REF = re.compile(r"\$\{[^}]*\}")
@@ -26,6 +27,12 @@ def checkrein_server_name(name: str, separator: str = "__") -> str:
         out = out.replace(separator, separator[0] if len(set(separator)) == 1 else "-")
     out = out.lstrip("_.-")[:64] or "server"
     return out if _NAME_OK.fullmatch(out) else "server"
+
+
+def unknown_keys(spec: Mapping[str, Any], known: Iterable[str]) -> list[tuple[str, str]]:
+    """(key, `` (did you mean `x`?)`` or ``""``) for each key of ``spec`` not in ``known``, sorted."""
+    pool = sorted(known)
+    return [(k, did_you_mean(k, pool)) for k in sorted(set(spec) - set(pool))]
 
 
 def require_strings(value: Any, what: str) -> list[str]:

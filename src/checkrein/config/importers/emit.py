@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -15,9 +18,21 @@ from .codex import render_codex
 from .harbor import is_loopback, render_harbor
 from .model import ClientFormat, ImportedServer
 
-__all__ = ["EmitTransport", "checkrein_entry", "emit_client_config"]
+__all__ = ["EmitTransport", "checkrein_entry", "emit_client_config", "self_command"]
 
 EmitTransport = Literal["stdio", "http"]
+
+
+def self_command() -> tuple[str, tuple[str, ...]]:
+    """How a client starts this very checkrein without its virtualenv on PATH: the absolute path
+    of the running ``checkrein`` script, else ``<this python> -m checkrein`` (run as a module)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    found = argv0 if os.sep in argv0 else shutil.which(argv0) if argv0 else None
+    if found:
+        script = Path(os.path.abspath(found))  # not resolved: a venv's bin/ entries are symlinks
+        if script.name == "checkrein" and script.is_file() and os.access(script, os.X_OK):
+            return str(script), ()
+    return sys.executable, ("-m", "checkrein")
 
 
 def checkrein_entry(
@@ -25,14 +40,17 @@ def checkrein_entry(
     config_path: str,
     transport: EmitTransport = "stdio",
     url: str | None = None,
-    command: str = "checkrein",
+    command: str | None = None,
     token_env: str | None = "CHECKREIN_TOKEN",
 ) -> ImportedServer:
     """The one server a client needs: ``checkrein serve --config <abs path>`` over stdio, or the
-    gateway's Streamable HTTP ``url`` with a bearer token read from ``token_env`` (never inline)."""
+    gateway's Streamable HTTP ``url`` with a bearer token read from ``token_env`` (never inline).
+
+    ``command`` is how the client starts checkrein; by default the running one (`self_command`)."""
     if transport == "stdio":
+        program, prefix = (command, ()) if command else self_command()
         return ImportedServer(
-            name="checkrein", transport="stdio", command=command, args=("serve", "--config", config_path)
+            name="checkrein", transport="stdio", command=program, args=(*prefix, "serve", "--config", config_path)
         )
     if not url or not re.match(r"^https?://", url):
         raise ConfigError("--transport http needs --url http(s)://host:port/mcp")
@@ -46,7 +64,7 @@ def emit_client_config(
     config: str,
     transport: EmitTransport = "stdio",
     url: str | None = None,
-    command: str = "checkrein",
+    command: str | None = None,
     token_env: str | None = "CHECKREIN_TOKEN",
 ) -> str:
     """Text to paste into ``client``'s config so it uses checkrein instead of the raw servers.
@@ -54,6 +72,8 @@ def emit_client_config(
     Loads ``config`` first (raises ``ConfigError`` if it does not load; unset variables are
     allowed), so the snippet never points at a config the gateway would refuse; the header comment lists the servers it replaces."""
     cfg = load_config(config, unset="keep")  # the variables need to be set where the client runs checkrein
+    if client == "harbor" and command is None:
+        command = "checkrein"  # runs inside the task's container, where this machine's paths mean nothing
     entry = checkrein_entry(
         config_path=str(Path(config).resolve()), transport=transport, url=url, command=command, token_env=token_env
     )

@@ -11,14 +11,13 @@ an unreadable, oversized or unparseable file is itself a finding.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkrein.config._locate import show_line
+from checkrein.config._syntax import syntax_problem
 from checkrein.config.importers import MAX_CONFIG_BYTES, ConfigKind, detect_kind
 from checkrein.errors import ConfigError
 
@@ -57,10 +56,9 @@ def _toml_or_report(report: Report, body: str) -> dict[str, Any] | None:
     try:
         return tomllib.loads(body)
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)(?:, column (\d+))?", str(exc))
-        line = int(m.group(1)) if m else None
-        shown = show_line(body, line, int(m.group(2)) if m and m.group(2) else None) if line else ""
-        report.add("file.syntax", line, f"not valid TOML: {exc}" + (f"\n{shown}" if shown else ""))
+        found = syntax_problem(body, exc)
+        where = f"`{found.key}`: " if found.key else ""
+        report.add("file.syntax", found.line, f"{where}not valid TOML: {found.message}", found.fix)
         return None
 
 

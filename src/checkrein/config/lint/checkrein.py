@@ -25,12 +25,20 @@ def lint_checkrein(report: Report, text: str, data: dict[str, Any], environ: Map
     except ConfigError as exc:
         for problem in exc.each():
             where = f"`{problem.key}`: " if problem.key else ""
-            report.add("checkrein.invalid", problem.line, where + problem.detail, problem.fix)
+            fix = problem.fix or (f"Change `{problem.key}` as the message says (examples/checkrein.toml shows every key)."
+                                  if problem.key else None)
+            report.add("checkrein.invalid", problem.line, where + problem.detail, fix)
         return
     if cfg.policy.default == "allow" or (cfg.policy.default is None and cfg.policy.template == "development"):
-        report.add("checkrein.default-allow", locate(text, ["policy", "default"]) or locate(text, ["policy"]), "tools not named in the policy are allowed")
-    if cfg.audit.dir is None:
-        report.add("checkrein.no-audit-dir", locate(text, ["audit"]), "calls are not kept in a chained audit log")
+        unrated = " and, with no `template`, have no risk level, so none of them asks for approval" if cfg.policy.template is None else ""
+        report.add(
+            "checkrein.default-allow", locate(text, ["policy", "default"]) or locate(text, ["policy"]),
+            f"tools that no allow or deny rule names are allowed{unrated}",
+        )
+    if not cfg.audit.enabled:
+        unused = [k for k in ("dir", "signing_key") if getattr(cfg.audit, k) is not None]
+        also = f"; {' and '.join(f'`{k}`' for k in unused)} {'is' if len(unused) == 1 else 'are'} then unused" if unused else ""
+        report.add("checkrein.audit-disabled", locate(text, ["audit", "enabled"]), f"[audit] enabled = false: no call is recorded{also}")
     # Secrets are looked for in the text as written: a resolved ${VAR} is not an inline secret.
     written = cfg.as_written()
     if written["gateway"]["token"] is not None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from checkrein.config.importers.claude import SERVER_KEYS
+from checkrein.config.importers.collect import unknown_keys
 from checkrein.config.importers.jsonc import key_line, read_jsonc
+from checkrein.config.problems import close_matches
 
 from .common import check_inline_secrets, string_list, string_map
 from .model import Report
@@ -56,11 +58,15 @@ def _lint_server(report: Report, body: str, path: list[str], name: str, spec: An
     if not isinstance(spec, dict):
         report.add("claude.server-shape", here, f"server {name!r} is not an object")
         return
-    for key in sorted(set(spec) - SERVER_KEYS):
-        report.add("claude.unknown-server-key", at(key), f"server {name!r}: unknown key {key!r}")
+    for key, hint in unknown_keys(spec, SERVER_KEYS):
+        report.add("claude.unknown-server-key", at(key), f"server {name!r}: unknown key {key!r}{hint}",
+                   f"Rename `{key}` to `{close_matches(key, SERVER_KEYS)[0]}`." if hint else None)
     kind = spec.get("type")
     if kind not in (None, "stdio", "http", "sse"):
         report.add("claude.server-shape", at("type"), f"server {name!r}: unknown type {kind!r} (stdio, http or sse)")
+        return
+    if kind is None and "command" not in spec and "url" not in spec:
+        report.add("claude.server-shape", here, f"server {name!r} has neither `command` (stdio) nor `url` (http/sse)")
         return
     is_stdio = kind == "stdio" or (kind is None and "command" in spec)
     if is_stdio:

@@ -7,6 +7,8 @@ from typing import Any
 
 from checkrein.config._locate import locate
 from checkrein.config.importers.codex import SERVER_KEYS
+from checkrein.config.importers.collect import unknown_keys
+from checkrein.config.problems import close_matches
 
 from .common import check_inline_secrets, string_list, string_map
 from .model import Report
@@ -47,10 +49,14 @@ def lint_codex(report: Report, text: str, data: dict[str, Any], env: Mapping[str
         if not isinstance(spec, dict):
             report.add("codex.server-shape", here, f"server {name!r} is not a table")
             continue
-        for key in sorted(set(spec) - SERVER_KEYS - {"bearer_token"}):
-            report.add("codex.unknown-server-key", at(key), f"server {name!r}: unknown key {key!r}")
+        for key, hint in unknown_keys({k: v for k, v in spec.items() if k != "bearer_token"}, SERVER_KEYS):
+            report.add("codex.unknown-server-key", at(key), f"server {name!r}: unknown key {key!r}{hint}",
+                       f"Rename `{key}` to `{close_matches(key, SERVER_KEYS)[0]}`." if hint else None)
         if "bearer_token" in spec:
             report.add("codex.inline-bearer-token", at("bearer_token"), f"server {name!r}: inline `bearer_token`")
+        for key in ("command", "url"):
+            if key in spec and not isinstance(spec[key], str):
+                report.add("codex.server-shape", at(key), f"server {name!r}: `{key}` must be a string, not {type(spec[key]).__name__}")
         has_cmd, has_url = "command" in spec, "url" in spec
         if has_cmd == has_url:
             which = "both `command` and `url`" if has_cmd else "neither `command` nor `url`"

@@ -20,6 +20,7 @@ from checkrein.policy.decision import Finding
 
 from .api import ScanContext
 from .evidence import excerpt
+from .stores import credential_store, credential_store_in, home_paths
 
 __all__ = ["check_path", "may_find", "normalize_path"]
 
@@ -55,23 +56,20 @@ _SYSTEM_DIRS = frozenset(
         "wamp", "apache", "apache2", "nginx", "system32", "$recycle.bin", "recycler", "volumes",
     }
 )  # fmt: skip
-# Leaf names and directories whose only use in an argument is to read credentials or system state.
+# System files and shell start-up files, by exact (lowercased) segment; credential stores are in
+# `stores.py`. Names bound to a parent in `_PARENT_BOUND` count only there (`etc/shadow`, not
+# `src/shadow`).
 _SENSITIVE_NAMES = frozenset(
     {
         "passwd", "shadow", "gshadow", "master.passwd", "sudoers", "boot.ini", "win.ini", "system.ini",
-        "sam", "ntds.dit", ".htpasswd", ".htaccess", ".bash_history", ".zsh_history", ".history",
-        ".mysql_history", ".psql_history", ".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
-        "authorized_keys", ".aws", ".azure", ".gcloud", ".kube", ".docker", ".gnupg", ".netrc",
-        ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".env", ".git", "wp-config.php",
-        "web.config", "php.ini", "my.cnf", "httpd.conf", "environ", "cmdline", "self",
-        "credentials", "kubeconfig", "unattend.xml", "sysprep.inf", "repair", ".profile",
-        ".bash_profile", ".bashrc", ".bash_login", ".bash_logout", ".cshrc", ".tcshrc", ".zshrc",
-        ".login", ".logout", ".rhosts", ".shosts", ".forward", ".xauthority", ".viminfo",
-        ".lesshst", ".k5login", ".cache", ".config", "nginx.conf",
+        "environ", "cmdline", "self", "repair", ".profile", ".bash_profile", ".bashrc", ".bash_login",
+        ".bash_logout", ".cshrc", ".tcshrc", ".zshrc", ".zprofile", ".login", ".logout", ".rhosts",
+        ".shosts", ".forward", ".xauthority", ".k5login", "authorized_keys",
     }
 )  # fmt: skip
-# Names that point at credentials or system state wherever they appear in a path argument, even
-# when the separators around them are garbled beyond decoding (`etc%c0%9vpasswd`).
+# Names that point at credentials or system state wherever they appear in a path argument whose
+# separators are garbled beyond decoding (`etc%c0%9vpasswd`): matched as substrings, and only
+# when the value shows filter evasion (a clean path is judged by its segments).
 _SENSITIVE_SUBSTRINGS = (
     "passwd", "shadow", "boot.ini", "win.ini", "system.ini", "system32", ".htpasswd", "id_rsa",
     "proc/self", ".bash_history", "wp-config", "web.config", "desktop.ini", "ntds.dit",
@@ -79,7 +77,7 @@ _SENSITIVE_SUBSTRINGS = (
 _UNTYPED_SUBSTRINGS = frozenset(
     {"passwd", "boot.ini", "win.ini", "system.ini", ".htpasswd", "id_rsa", "proc/self", ".bash_history", "wp-config", "ntds.dit"}
 )
-_ETC_FILE = re.compile(r"(?<![a-z])etc\S{1,12}?(?:hosts|issue|group|motd|crontab|fstab)")
+_ETC_FILE = re.compile(r"(?<![a-z])etc\S{1,12}?(?:hosts|issue|group|motd|crontab|fstab)(?![\w.-])")
 _HEX_LITERALS = re.compile(r"0x(2e|2f|5c)|(?<=\.\.)(2f|5c)", re.IGNORECASE)
 _HEX_SEPARATOR = re.compile(r"0x(?:2e|2f|5c)|\.\.(?:2f|5c)", re.IGNORECASE)
 # Overlong UTF-8 lead bytes: no legitimate encoder produces them; they exist to slip past filters.
@@ -139,10 +137,16 @@ _PARENT_BOUND = {
     "self": ("proc",),
     "environ": ("self", "proc"),
     "cmdline": ("self", "proc"),
-    "credentials": (".aws",),
     "repair": ("windows", "winnt"),
-    "sam": ("config", "repair"),
+    "passwd": ("etc", ""),
+    "shadow": ("etc", ""),
+    "gshadow": ("etc", ""),
+    "master.passwd": ("etc", ""),
+    "sudoers": ("etc", ""),
 }
+# Server configuration files: sensitive at an absolute location (`/usr/local/etc/php.ini`) or
+# reached by traversal; a relative one is a project's own file (`docker/nginx.conf`).
+_SERVER_CONFIGS = frozenset({"php.ini", "httpd.conf", "apache2.conf", "nginx.conf", "my.cnf", ".htaccess", "access_log", "error_log"})
 _SENSITIVE_CHILDREN = {
     "etc": ("hosts", "issue", "group", "crontab", "motd", "fstab", "profile", "resolv.conf"),
     "windows": ("system32", "repair", "win.ini"),
@@ -150,8 +154,16 @@ _SENSITIVE_CHILDREN = {
 }
 
 
+def _segment_name(segment: str) -> str:
+    """How Windows and NTFS read a segment: trailing dots and spaces trimmed, `::$DATA` dropped."""
+    s = segment.lower()
+    if "::$" in s:
+        s = s.split("::$", 1)[0]
+    return s.rstrip(". ") or s
+
+
 def _sensitive(segments: Sequence[str]) -> str | None:
-    lowered = [s.lower() for s in segments if s not in ("", ".", "..")]
+    lowered = [_segment_name(s) for s in segments if s not in ("", ".", "..")]
     for i, s in enumerate(lowered):
         parent = lowered[i - 1] if i else ""
         if s in _SENSITIVE_NAMES:
@@ -159,7 +171,8 @@ def _sensitive(segments: Sequence[str]) -> str | None:
             if bound is None or parent in bound or parent.isdigit():
                 return s
         children = _SENSITIVE_CHILDREN.get(s)
-        if children is not None and i + 1 < len(lowered) and lowered[i + 1] in children:
+        # `etc/hosts` at the top of the path is the system's; `repo/etc/hosts` is a project file.
+        if children is not None and i + 1 < len(lowered) and lowered[i + 1] in children and (i == 0 or s != "etc"):
             return s + "/" + lowered[i + 1]
     return None
 
@@ -177,6 +190,8 @@ def _finding(kind: str, pointer: str, message: str, form: str) -> Finding:
 _SPACE = re.compile(r"\s")
 _PATHISH = re.compile(r"[/\\.:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]")
 _MALFORMED_PERCENT = re.compile(r"%(?:%|[g-tv-zG-TV-Z][0-9A-Za-z]|[0-9A-Fa-f][g-zG-Z])")
+# A decoded `%` right before a separator (`%25%5c..` decodes to `%\\..`): half an escape, on purpose.
+_PERCENT_SEPARATOR = re.compile(r"%[\\/]")
 _ODD_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
 
 
@@ -303,7 +318,7 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
     # Filter-evasion spellings: no legitimate client writes a path this way.
     evasion: list[tuple[str, str]] = []
     if "%" in raw:
-        if _malformed_percent(raw):
+        if _malformed_percent(raw) or any("%" in f and _PERCENT_SEPARATOR.search(f) for f in forms[1:]):
             evasion.append(("malformed_encoding", "percent escapes that no standard decoder accepts"))
         if any(o in f.lower() for f in forms[:-1] for o in _OVERLONG):
             evasion.append(("overlong_utf8", "overlong UTF-8 escape"))
@@ -332,12 +347,25 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
         unescaped = _SHELL_ESCAPE.sub(r"\1", forms[-1])
         if unescaped != forms[-1]:
             candidates.append(unescaped)
+    if not strict and not raw_compact:
+        # Free text: only paths that start at a home or credential directory (`~/.ssh/id_rsa`).
+        for form in forms[:3]:
+            for token in home_paths(form):
+                segs = _segments(normalize_path(token))
+                store = credential_store_in(segs)
+                if store is not None:
+                    add("credential_store", f"names the credential store {store!r}", form)
+                elif (name := _sensitive(segs)) is not None:
+                    add("sensitive_file", f"names the sensitive file {name!r}", form)
     for index, form in enumerate(candidates):
         lowered = form.lower()
-        hit = next((n for n in _SENSITIVE_SUBSTRINGS if n in lowered), None)
-        if hit is None and "etc" in lowered:
-            m = _ETC_FILE.search(lowered)
-            hit = m.group(0) if m is not None else None
+        hit = None
+        if evasion:
+            # Separators garbled beyond decoding: the names are all that is left to judge.
+            hit = next((n for n in _SENSITIVE_SUBSTRINGS if n in lowered), None)
+            if hit is None and "etc" in lowered:
+                m = _ETC_FILE.search(lowered)
+                hit = m.group(0) if m is not None else None
         if hit is not None and not strict:
             # Untyped: any sensitive name once the value shows evasion or `..`; only unambiguous
             # ones in a plain relative path (`css/box-shadow.css` is not `/etc/shadow`); none in web URLs.
@@ -384,8 +412,15 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
             inside_roots = bool(ctx.path_roots) and _within(path, ctx.path_roots, segs)
             if ctx.path_roots and not inside_roots:
                 add("outside_roots", "path is outside the allowed roots", form)
-        if sensitive is not None and (strict or (compact and (absolute or climb or sensitive in _STRONG_NAMES))):
+        if sensitive is None and (absolute or climb) and segs and _segment_name(segs[-1]) in _SERVER_CONFIGS:
+            sensitive = _segment_name(segs[-1])
+        if sensitive is not None and (
+            strict or (compact and (absolute or climb or sensitive in _STRONG_NAMES or ("/" in path and sensitive in _UNTYPED_SUBSTRINGS)))
+        ):
             add("sensitive_file", f"sensitive file or directory {sensitive!r}", form)
+        store = credential_store(segs)
+        if store is not None and (strict or (compact and (absolute or climb or path.startswith("~") or "/" in path or store in _STRONG_NAMES))):
+            add("credential_store", f"credential store {store!r}", form)
         if absolute and (strict or compact):
             first = next((s.lower() for s in segs if s not in ("", ".")), "")
             # A configured root is the operator's data, even under a system directory (`/srv/data`),

@@ -1,5 +1,9 @@
 """Argument kinds from a tool's JSON Schema: which strings are paths, URLs, commands, queries or
-secrets, by property name, `format` and description.
+secrets, by property name, `format` and description, and for the ambiguous name `query` (or
+`statement`) by the tool too: it is SQL only when its description or the tool's own name, title
+or description says SQL or database, never for a search (`search_documents(query="running in
+Shanghai")` is text; `run_sql(query=...)` is SQL). With no word either way it stays SQL, the
+conservative reading for the read-only-SQL templates.
 
 Pointers are RFC 6901 (`/options/url`); `*` stands for any array index (`/files/*`,
 `/requests/*/url`). `kind_for` looks a concrete pointer up in such a mapping.
@@ -13,7 +17,7 @@ from typing import Any
 
 from checkrein.config.policy import ArgKind
 
-__all__ = ["kind_for", "kind_from_name", "kinds_from_schema"]
+__all__ = ["kind_for", "kind_from_name", "kinds_from_schema", "query_is_sql"]
 
 MAX_SCHEMA_DEPTH = 16
 MAX_SCHEMA_PROPERTIES = 2_000
@@ -27,7 +31,7 @@ _NAME_KINDS: dict[str, ArgKind] = {
     "link": "url", "webhook": "url", "callback": "url", "website": "url", "homepage": "url",
     "command": "command", "cmd": "command", "commandline": "command", "shell": "command",
     "cmdline": "command", "script": "command",
-    "query": "query", "sql": "query", "statement": "query",
+    "sql": "query",
     "password": "secret", "passwd": "secret", "passphrase": "secret", "secret": "secret",
     "token": "secret", "apikey": "secret", "credential": "secret", "credentials": "secret",
     "pwd": "secret",
@@ -53,6 +57,40 @@ def _tokens(name: str) -> list[str]:
     return [t.lower() for t in _SPLIT.findall(name)]
 
 
+# `query` and `statement` name SQL in a database tool and a search phrase in a search tool.
+_AMBIGUOUS_QUERY = frozenset({"query", "statement", "querystring", "querytext", "querystr"})
+_SQL_WORDS = frozenset(
+    {"sql", "select", "database", "databases", "db", "table", "tables", "postgres", "postgresql", "psql", "mysql",
+     "mariadb", "sqlite", "mssql", "tsql", "oracle", "plsql", "bigquery", "snowflake", "redshift", "duckdb",
+     "clickhouse", "cockroachdb", "trino", "presto", "athena", "dml", "ddl", "schema", "rows", "sqlalchemy"}
+)  # fmt: skip
+# A search or another query language: text, not SQL.
+_TEXT_WORDS = frozenset(
+    {"search", "words", "word", "keywords", "keyword", "phrase", "natural", "question", "text", "topic", "semantic",
+     "web", "lookup", "find", "terms", "term", "prompt", "fulltext", "fts", "bm25", "vector", "embedding", "similar",
+     "graphql", "promql", "logql", "cypher", "kql", "lucene", "elasticsearch", "opensearch", "jql", "jmespath", "jq",
+     "xpath", "regex", "mongodb", "mongo", "dsl", "google", "bing", "duckduckgo", "brave", "wikipedia", "arxiv"}
+)  # fmt: skip
+
+
+def _query_reading(words: set[str]) -> bool | None:
+    """True for SQL, False for text, None when ``words`` say neither (or both)."""
+    sql, text = bool(words & _SQL_WORDS), bool(words & _TEXT_WORDS)
+    return sql if sql != text else None
+
+
+def query_is_sql(description: str = "", tool: str = "", name: str = "") -> bool:
+    """Whether an argument named `query` (or `statement`, `search_query`, `sql_query`) holds SQL:
+    its own name and description first, then the tool's name, title and description; SQL when
+    neither says (see the module docstring)."""
+    for text in (f"{name} {description}", tool):
+        words = set(_tokens(text[:2000])) | set(_tokens(text[:2000].lower()))
+        reading = _query_reading(words)
+        if reading is not None:
+            return reading
+    return True
+
+
 def _kind_from_description(description: str) -> ArgKind | None:
     """Only the leading noun phrase counts: "The URL to fetch" is a URL, "Text to write to the file" is not a path."""
     words = set(_tokens(description[:200])[:6])
@@ -67,12 +105,15 @@ def _kind_from_description(description: str) -> ArgKind | None:
     return None
 
 
-def kind_from_name(name: str, description: str = "") -> ArgKind | None:
+def kind_from_name(name: str, description: str = "", tool: str = "") -> ArgKind | None:
     """The kind a parameter name suggests (`file_name` -> path, `callbackUrl` -> url,
-    `access_token` -> secret, `file_id` -> None), falling back on the description."""
+    `access_token` -> secret, `file_id` -> None), falling back on the description. ``tool`` is
+    the tool's name, title and description, which decide an ambiguous `query` (`query_is_sql`)."""
     tokens = _tokens(name)
     while tokens and tokens[-1] in _QUALIFIERS and len(tokens) > 1:
         tokens.pop()
+    if tokens and (tokens[-1] in _AMBIGUOUS_QUERY or "".join(tokens) in _AMBIGUOUS_QUERY):
+        return "query" if query_is_sql(description, tool, name) else None
     if tokens:
         if len(tokens) >= 2 and (tokens[-2], tokens[-1]) in _COMPOUNDS:
             return _COMPOUNDS[(tokens[-2], tokens[-1])]
@@ -103,7 +144,7 @@ def _resolve_ref(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[
     return node if isinstance(node, Mapping) else schema
 
 
-def _walk(schema: Any, pointer: str, name: str, root: Mapping[str, Any], depth: int, out: dict[str, ArgKind]) -> None:
+def _walk(schema: Any, pointer: str, name: str, root: Mapping[str, Any], depth: int, out: dict[str, ArgKind], tool: str = "") -> None:
     if not isinstance(schema, Mapping) or depth > MAX_SCHEMA_DEPTH or len(out) > MAX_SCHEMA_PROPERTIES:
         return
     schema = _resolve_ref(schema, root)
@@ -111,7 +152,7 @@ def _walk(schema: Any, pointer: str, name: str, root: Mapping[str, Any], depth: 
         branches = schema.get(combinator)
         if isinstance(branches, list):
             for b in branches[:32]:
-                _walk(b, pointer, name, root, depth + 1, out)
+                _walk(b, pointer, name, root, depth + 1, out, tool)
     if pointer and pointer not in out:
         fmt = schema.get("format")
         kind: ArgKind | None = None
@@ -121,32 +162,33 @@ def _walk(schema: Any, pointer: str, name: str, root: Mapping[str, Any], depth: 
             kind = "secret"
         elif name:
             description = schema.get("description")
-            kind = kind_from_name(name, description if isinstance(description, str) else "")
+            kind = kind_from_name(name, description if isinstance(description, str) else "", tool)
         if kind is not None:
             out[pointer] = kind
     props = schema.get("properties")
     if isinstance(props, Mapping):
         for key, sub in props.items():
             if isinstance(key, str):
-                _walk(sub, f"{pointer}/{_escape(key)}", key, root, depth + 1, out)
+                _walk(sub, f"{pointer}/{_escape(key)}", key, root, depth + 1, out, tool)
     items = schema.get("items")
     if isinstance(items, Mapping):
         # An array of paths is itself a path-typed argument: its items inherit the array's name.
         item_kind = out.get(pointer)
-        _walk(items, f"{pointer}/*", name, root, depth + 1, out)
+        _walk(items, f"{pointer}/*", name, root, depth + 1, out, tool)
         if item_kind is not None and f"{pointer}/*" not in out:
             out[f"{pointer}/*"] = item_kind
     elif isinstance(items, list):
         for it in items[:32]:
-            _walk(it, f"{pointer}/*", name, root, depth + 1, out)
+            _walk(it, f"{pointer}/*", name, root, depth + 1, out, tool)
 
 
-def kinds_from_schema(input_schema: Mapping[str, Any]) -> dict[str, ArgKind]:
+def kinds_from_schema(input_schema: Mapping[str, Any], tool: str = "") -> dict[str, ArgKind]:
     """JSON pointer -> kind for every property of ``input_schema`` whose kind can be inferred
-    (nested objects, arrays as `/*`, `$ref` to local definitions, `allOf/anyOf/oneOf`). Never raises."""
+    (nested objects, arrays as `/*`, `$ref` to local definitions, `allOf/anyOf/oneOf`). ``tool``
+    is the tool's name, title and description (see `query_is_sql`). Never raises."""
     out: dict[str, ArgKind] = {}
     if isinstance(input_schema, Mapping):
-        _walk(input_schema, "", "", input_schema, 0, out)
+        _walk(input_schema, "", "", input_schema, 0, out, tool if isinstance(tool, str) else "")
     return out
 
 

@@ -1,6 +1,10 @@
-"""`secrets`: credentials in text. Provider key formats, private key blocks, JWTs, credentials in
-URLs and `Authorization` headers, and `password=` / `token:` style assignments whose value is
-not a placeholder. `find_secrets` returns spans; `redact_secrets` masks them.
+"""`secrets`: credentials in text. Provider key formats, private key blocks (with or without their
+header), JWTs (however they are spaced), credentials in URLs and `Authorization` headers,
+`password=` / `token:` style assignments whose value is not a placeholder (the key in many
+languages: `Passwort:`, `contraseña =`, `пароль:`, `密码：`, "the password is ..."), and secrets in
+disguise (`secret_forms`: split by invisible characters or across adjacent string literals,
+wrapped in base64 or hex, an AWS secret key beside its key id). `find_secrets` returns spans;
+`redact_secrets` masks them.
 
 Every pattern starts with a literal prefix or a keyword and uses only bounded quantifiers, and
 each is skipped unless its prefix occurs in the text (a substring test), so scanning is linear.
@@ -20,6 +24,7 @@ from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from .api import ScanContext, SecretSpan
+from .secret_forms import aws_secret_pairs, encoded_spans, headerless_private_keys, joined_forms, map_back
 
 __all__ = ["MAX_SECRET_SCAN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
 
@@ -74,7 +79,17 @@ _RULES: tuple[_Rule, ...] = (
     _r("google_service_account", ("service_account",), r"\"type\"\s{0,3}:\s{0,3}\"service_account\""),
     _r("anthropic_key", ("sk-ant-",), _B + r"sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{32,255}", 0, 3.0),
     _r("openai_key", ("sk-",), _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,255}(?:T3BlbkFJ[A-Za-z0-9_\-]{10,255})?", 0, 3.5),
-    _r("jwt", ("eyj",), _B + r"eyJ[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{4,8192}(?:\.[A-Za-z0-9_\-]{0,4096})?", 0, 3.0),
+    _r(
+        "jwt",
+        ("eyj",),
+        _B + r"eyJ[A-Za-z0-9_\-]{8,4096}[ \t\r\n]{0,4}\.[ \t\r\n]{0,4}eyJ[A-Za-z0-9_\-]{4,8192}(?:[ \t\r\n]{0,4}\.[ \t\r\n]{0,4}[A-Za-z0-9_\-]{1,4096})?",
+        0,
+        3.0,
+    ),
+    _r("stripe_webhook_secret", ("whsec_",), _B + r"whsec_[A-Za-z0-9+/]{24,128}" + _E, 0, 3.0),
+    _r("google_oauth_token", ("ya29.",), _B + r"ya29\.[0-9A-Za-z_\-]{20,2048}", 0, 3.0),
+    _r("google_client_secret", ("gocspx-",), _B + r"GOCSPX-[A-Za-z0-9_\-]{28}" + _E, 0, 3.0),
+    _r("google_refresh_token", ("1//0",), _B + r"1//0[0-9A-Za-z_\-]{40,512}", 0, 3.5),
     _r("npm_token", ("npm_",), _B + r"npm_[A-Za-z0-9]{36}" + _E, 0, 3.0),
     _r("pypi_token", ("pypi-",), _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
     _r("sendgrid_key", ("sg.",), _B + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
@@ -161,11 +176,13 @@ _RUN_OF_EIGHT = re.compile(r"(.)\1{7}", re.DOTALL)
 
 
 def _dummy(value: str) -> bool:
-    """Masked or dummy token bodies: `xxxx`, `EXAMPLE`, `<...>`, long runs of one character."""
+    """Masked or dummy token bodies: `xxxx`, `EXAMPLE`, `<...>`, long runs of one character. A run
+    of `A` in a long base64 body is zero bytes of real binary data (every OpenSSH key has one)."""
     lowered = value.lower()
     if "xxxx" in lowered or "example" in lowered or "****" in lowered or "####" in lowered or "<" in lowered:
         return True
-    return _RUN_OF_EIGHT.search(lowered) is not None
+    run = _RUN_OF_EIGHT.search(lowered)
+    return run is not None and not (run.group(1) == "a" and len(value) >= 64 and len(set(value)) >= 16)
 
 
 def is_placeholder(value: str, *, references: bool = True) -> bool:
@@ -288,7 +305,7 @@ def _comparison_spans(text: str) -> list[SecretSpan]:
 
 def _jwt_header_ok(token: str) -> bool:
     """A real JWT's first segment is base64url JSON naming `alg` or `typ`."""
-    head = token.split(".", 1)[0]
+    head = token.split(".", 1)[0].strip()
     try:
         decoded = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
@@ -297,8 +314,33 @@ def _jwt_header_ok(token: str) -> bool:
 
 
 def find_secrets(text: str) -> list[SecretSpan]:
-    """Non-overlapping secret spans in ``text``, sorted by start. Linear; never raises."""
+    """Non-overlapping secret spans in ``text``, sorted by start: the direct pass, then the forms
+    of `secret_forms` (joined, encoded, headerless keys, AWS pairs). Linear; never raises."""
     t = text[:MAX_SECRET_SCAN]
+    spans = _direct(t)
+    spans.extend(aws_secret_pairs(t, spans, shannon_entropy))
+    spans.extend(headerless_private_keys(t))
+    for form, index in joined_forms(t):
+        spans.extend(map_back(_direct(form), index))
+    if len(t) >= 20:
+        spans.extend(encoded_spans(t, _direct))
+    return _merge(spans)
+
+
+def _merge(spans: list[SecretSpan]) -> list[SecretSpan]:
+    spans.sort(key=lambda sp: (sp.start, -(sp.end - sp.start)))
+    merged: list[SecretSpan] = []
+    for sp in spans:
+        if merged and sp.start < merged[-1].end:
+            if sp.end > merged[-1].end:
+                merged[-1] = SecretSpan(merged[-1].start, sp.end, merged[-1].kind)
+            continue
+        merged.append(sp)
+    return merged
+
+
+def _direct(t: str) -> list[SecretSpan]:
+    """The pattern and keyword pass over ``t`` as it is (spans unsorted, may overlap)."""
     lowered = t.lower()
     spans: list[SecretSpan] = []
     candidates = sorted({i for p in set(_PREFILTER.findall(lowered)) for i in _RULES_BY_PREFIX[p]})
@@ -326,19 +368,42 @@ def find_secrets(text: str) -> list[SecretSpan]:
                 if sum(c.isalnum() for c in body[:256]) < 8 or _dummy(body):
                     continue
             spans.append(SecretSpan(s, e, rule.kind))
-    if any(k in lowered for k in _KEYWORD_PREFILTER):
+    if any(map(lowered.__contains__, _KEYWORD_PREFILTER)):
         spans.extend(_keyword_spans(t))
         if "=" in t:
             spans.extend(_comparison_spans(t))
-    spans.sort(key=lambda sp: (sp.start, -(sp.end - sp.start)))
-    merged: list[SecretSpan] = []
-    for sp in spans:
-        if merged and sp.start < merged[-1].end:
-            if sp.end > merged[-1].end:
-                merged[-1] = SecretSpan(merged[-1].start, sp.end, merged[-1].kind)
+    if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
+        spans.extend(_spoken_password_spans(t))
+    return spans
+
+
+# The word for "password" in other languages, and the English "my password is ...": the value
+# after a colon, `=` or a copula, when it looks like a password (a digit or a symbol in it).
+_FOREIGN_PREFILTER = (
+    "passwort", "kennwort", "contrase", "clave", "mot de passe", "senha", "пароль", "密码", "密碼", "口令",
+    "パスワード", "비밀번호", "암호", "wachtwoord", "hasło", "haslo", "şifre", "sifre", "lösenord", "losenord",
+    "adgangskode", "salasana", "jelszó", "heslo", "parolă", "parola", "κωδικ", "סיסמה", "كلمة المرور", "पासवर्ड",
+    "mật khẩu", "kata sandi", "รหัสผ่าน", "password is", "passphrase is", "passcode is", "pin is", "pin code is",
+)  # fmt: skip
+_SPOKEN_PASSWORD = re.compile(
+    r"(?i)(?<![\w])(?:passwort|kennwort|contraseña|contrasena|clave|mot\sde\spasse|senha|пароль|密码|密碼|口令|パスワード|비밀번호|암호"
+    r"|wachtwoord|hasło|haslo|şifre|sifre|lösenord|losenord|adgangskode|salasana|jelszó|heslo|parolă|parola|κωδικός(?:\sπρόσβασης)?"
+    r"|סיסמה|كلمة\sالمرور|पासवर्ड|mật\skhẩu|kata\ssandi|รหัสผ่าน|password|passphrase|passcode|pin(?:\scode)?)"
+    r"(?:\s(?:is|ist|es|est|é|è|är|er|jest|je|это|equals)\s|\s?(?:是|は|은|는|:|：|=)\s?|\s(?:lautet|ist\sjetzt|is\snow)\s)"
+    r"[\"'«“„`]?([^\s\"'»”“`,;]{6,128})"
+)
+
+
+def _spoken_password_spans(text: str) -> list[SecretSpan]:
+    spans: list[SecretSpan] = []
+    for m in _SPOKEN_PASSWORD.finditer(text):
+        value = m.group(1).rstrip(".!?)")
+        if len(value) < 6 or is_placeholder(value) or _PLAIN_URL.match(value):
             continue
-        merged.append(sp)
-    return merged
+        if not any(c.isdigit() or not c.isalnum() for c in value) or shannon_entropy(value) < 2.5:
+            continue  # "das Passwort ist falsch": a word, not a password
+        spans.append(SecretSpan(m.start(1), m.start(1) + len(value), "password"))
+    return spans
 
 
 def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, list[SecretSpan]]:
@@ -370,6 +435,10 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
         return False
     if _SECRET_TRIGGER.search(value) is not None or "-----" in value:
         return True
+    if " " in value or not value.isascii():
+        lowered = value.lower()
+        if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
+            return True
     return len(value) >= 16 and _LONG_TOKEN.search(value) is not None
 
 

@@ -1,11 +1,17 @@
 """`shell`: command injection.
 
 For a `command` argument the value reaches a shell, so every operator outside single quotes is a
-finding (`;`, `&&`, `||`, `|`, `&`, redirection, newlines, `$()`, backticks, `${...}`), quoted
-text is not, and `ctx.commands` (when set) limits the first word. Other strings get only
-high-confidence signals: a separator or substitution followed by a known command (`; rm -rf`,
-`$(curl ...)`, `| sh`, `&& wget`), `$IFS`, redirection into system or script files, PHP tags and
-calls to code-execution functions.
+finding (`;`, `&&`, `||`, `|`, `&`, redirection, newlines, `$()`, backticks, `<()`, `${...}`,
+`$VAR`, ANSI-C `$'...'` quoting), quoted text is not; a program name spelled to dodge a check
+(`c''at`, `/???/c?t`, `{cat,x}`) is a finding; and the words are judged by `argv.option_problem`:
+options that run programs or write files (`git -c core.sshCommand=`, `find -exec`, `curl -o`),
+environment assignments that load code (`LD_PRELOAD=`), and, when `ctx.commands` is set, every
+program (wrapped ones too: `env`, `xargs`, `timeout`...) must be in the allowlist. Other strings
+get only high-confidence signals: a separator or substitution followed by a known command
+(`; rm -rf`, `$(curl ...)`, `| sh`, `&& wget`), `$IFS`, redirection into system or script files,
+PHP tags, calls to code-execution functions, a whole value that is a command line with such an
+option, a value that starts with one (`--upload-pack=...`: an option smuggled into someone's
+argv), and `LD_PRELOAD=`-style assignments.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from .api import ScanContext
+from .argv import EXEC_ENV, injected_option, option_problem, program_name
 from .evidence import excerpt
 
 __all__ = ["check_shell", "may_find", "shell_operators"]
@@ -87,16 +94,19 @@ _CODE_CALL = re.compile(
     re.IGNORECASE,
 )
 _REDIRECT_TARGET = re.compile(r">{1,2}\s{0,4}(?:/(?:tmp|var|etc|dev|root|home|usr|proc)\b|[\w./\\-]{1,80}\.(?:php\d?|phtml|jsp|aspx?|sh|py|pl|cgi|exe|bat|ps1)\b)", re.IGNORECASE)
+# Programs whose command line, as a whole untyped value, is judged by its options.
+_OPTION_PROGRAMS = frozenset({"git", "ssh", "scp", "sftp", "rsync", "find", "tar", "curl", "wget", "zip", "sed", "awk", "sendmail", "tcpdump", "nc", "socat", "env", "xargs", "timeout", "sudo", "nohup"})
 _BIN_DIRS = ("/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "c:\\windows\\system32\\")
 
 
 # One token per match: a single-quoted string, a double-quoted string, an escaped character, an
 # operator, or a lone quote (unterminated). Everything else is skipped by `finditer` in C.
 _SHELL_TOKEN = re.compile(
-    r"'[^']*'|\"(?:\\.|[^\"\\])*\"|\\.|\\$|&&|\|\||[;&|\n\r`]|<\(|>\(|[<>]|\$\(|\$\{|['\"]",
+    r"\$'(?:\\.|[^'\\])*'|'[^']*'|\"(?:\\.|[^\"\\])*\"|\\.|\\$|&&|\|\||[;&|\n\r`]|<\(|>\(|[<>]|\$\(|\$\{"
+    r"|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|['\"]",
     re.DOTALL,
 )
-_IN_DOUBLE_QUOTES = re.compile(r"\\.|`|\$\(|\$\{", re.DOTALL)
+_IN_DOUBLE_QUOTES = re.compile(r"\\.|`|\$\(|\$\{|\$[A-Za-z_@*#?$!0-9]", re.DOTALL)
 _TOKEN_KINDS = {
     "&&": "and", "||": "or", ";": "chain", "&": "background", "|": "pipe", "\n": "newline", "\r": "newline",
     "`": "substitution", "$(": "substitution", "<(": "substitution", ">(": "substitution", "${": "expansion",
@@ -108,20 +118,25 @@ MAX_OPERATORS = 64
 def shell_operators(command: str) -> list[tuple[str, int]]:
     """Shell operators outside single quotes, in order: (kind, index). Kinds: `chain` (`;`),
     `and`, `or`, `pipe`, `background`, `redirect`, `newline`, `substitution` (`$(`, backticks,
-    `<(`), `expansion` (`${`). Double quotes still allow substitution. At most `MAX_OPERATORS`
-    are returned; one regex pass, so linear."""
+    `<(`), `expansion` (`${`), `variable` (`$NAME`, `$1`, `$@`), `ansi_c_quote` (`$'\\x72m'`).
+    Double quotes still allow substitution and variables. At most `MAX_OPERATORS` are returned;
+    one regex pass, so linear."""
     ops: list[tuple[str, int]] = []
     for m in _SHELL_TOKEN.finditer(command):
         tok = m.group(0)
         kind = _TOKEN_KINDS.get(tok)
+        if kind is None and tok[:1] == "$" and len(tok) > 1:
+            kind = "ansi_c_quote" if tok[1] == "'" else "variable"
         if kind is not None:
             if kind == "background" and m.start() > 0 and command[m.start() - 1] in "<>":
                 continue  # `2>&1`: part of a redirection already reported
             ops.append((kind, m.start()))
         elif tok.startswith('"') and len(tok) > 1:
             for inner in _IN_DOUBLE_QUOTES.finditer(tok):
-                if not inner.group(0).startswith("\\"):
-                    ops.append(("expansion" if inner.group(0) == "${" else "substitution", m.start() + inner.start()))
+                found = inner.group(0)
+                if not found.startswith("\\"):
+                    kind = "expansion" if found == "${" else "substitution" if found in ("`", "$(") else "variable"
+                    ops.append((kind, m.start() + inner.start()))
         elif tok in ("\\\n", "\\\r"):
             ops.append(("newline", m.start()))
         if len(ops) >= MAX_OPERATORS:
@@ -143,6 +158,8 @@ _OPERATOR_MESSAGES = {
     "newline": "newline starts another command",
     "substitution": "command substitution (`$()`, backticks, `<()`)",
     "expansion": "parameter expansion `${...}`",
+    "variable": "variable expansion `$NAME` (reads the environment or builds a command from pieces)",
+    "ansi_c_quote": "ANSI-C quoting `$'...'` (spells characters as escapes)",
 }
 
 
@@ -159,6 +176,21 @@ def _in_table_row(text: str, index: int) -> bool:
     line_end = text.find("\n", index)
     line = text[line_start : line_end if line_end != -1 else len(text)].strip()
     return line.startswith("|") and line.endswith("|") and line.count("|") >= 3
+
+
+def _option_line(stripped: str) -> str | None:
+    """Why a whole value that is a known program's command line (`find . -delete`) does more
+    than that program's job, or None."""
+    head = stripped[:64].split(None, 1)[0]
+    if program_name(head) in _OPTION_PROGRAMS:
+        try:
+            words = shlex.split(stripped[:4096])
+        except ValueError:
+            words = stripped[:4096].split()
+        problem = option_problem(words)
+        if problem is not None:
+            return problem.message
+    return None
 
 
 def _command_line(stripped: str) -> str | None:
@@ -179,7 +211,12 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
     """False only when `check_shell([value], ...)` is certainly empty (the value itself, undecoded)."""
     if kind == "command" or _SHELL_TRIGGER.search(value) is not None:
         return True
-    return _command_line(value.strip(" \t")) is not None
+    stripped = value.strip(" \t")
+    if stripped[:1] == "-" or ("=" in value and _EXEC_ASSIGNMENT.search(value) is not None):
+        return True
+    if " -" in stripped[:256] and _option_line(stripped) is not None:
+        return True
+    return _command_line(stripped) is not None
 
 
 def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
@@ -198,6 +235,18 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
     line = _command_line(stripped) if kind != "command" else None
     if line is not None:
         add("command_line", f"the value is a {line!r} command line", form)
+    if kind != "command":
+        if "=" in form and _EXEC_ASSIGNMENT.search(form) is not None:
+            add("exec_environment", "an environment assignment that loads or runs code (LD_PRELOAD=...)", form)
+        if stripped[:1] == "-" and kind in (None, "path", "url"):
+            option = injected_option(stripped) if kind is None else stripped.split(None, 1)[0][:40]
+            if option is not None:
+                # A path or URL never starts with `-`; for other text only the distinctive options count.
+                add("option_injection", f"the value starts with the option {option!r} (argument injection)", form)
+        elif " -" in stripped[:256]:
+            problem = _option_line(stripped)
+            if problem is not None:
+                add("dangerous_option", f"the value is a command line: {problem}", form)
     if not any(c in form for c in ";&|\n\r`$"):
         return
     if len(stripped) <= 64 and set(stripped) <= _ONLY_SEPARATORS and set(stripped) - {"\n", "\r", " ", "\t"}:
@@ -251,20 +300,44 @@ def check_shell(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: S
     for form in forms:
         if kind == "command":
             for op, _idx in shell_operators(form):
-                add(op if op != "expansion" or "ifs" not in form.lower() else "ifs", _OPERATOR_MESSAGES[op], form)
+                add(op if op not in ("expansion", "variable") or "ifs" not in form.lower() else "ifs", _OPERATOR_MESSAGES[op], form)
             if "\x00" in form:
                 add("nul_byte", "NUL byte in a command", form)
             if _unbalanced(form):
                 add("unbalanced_quote", "unterminated quote (breaks out of the quoting around the argument)", form)
         _untyped(form, add, kind)
-    if kind == "command" and ctx.commands is not None:
-        try:
-            words = shlex.split(forms[0], comments=False, posix=True)
-        except ValueError:
-            add("unparsable", "command cannot be split into words (unbalanced quotes)", forms[0])
-        else:
-            if not words:
-                add("not_allowed", "empty command", forms[0])
-            elif words[0] not in ctx.commands:
-                add("not_allowed", f"command {words[0]!r} is not in the allowlist", forms[0])
+    if kind == "command":
+        _command_words(forms, add, ctx)
     return list(add.found.values())
+
+
+# A program word spelled so that a filter reading it sees something else: quotes or backslashes
+# inside it (`c''at`, `w\hoami`), globs (`/???/c?t`) or brace expansion (`{cat,/etc/passwd}`).
+_OBFUSCATED_WORD = re.compile(r"^[^\s'\"\\:]+['\"]|^[^\s'\"\\:]+\\[a-z]|^[^\s]*[*?\[]|^\{[^\s}]*,")
+
+
+def _command_words(forms: Sequence[str], add: _Add, ctx: ScanContext) -> None:
+    """The checks of a `command` value's words: its program, options, environment, allowlist."""
+    for index, form in enumerate(forms[:4]):
+        try:
+            words = shlex.split(form, comments=False, posix=True)
+        except ValueError:
+            if ctx.commands is not None and index == 0:
+                add("unparsable", "command cannot be split into words (unbalanced quotes)", form)
+            continue
+        if not words:
+            if ctx.commands is not None and index == 0:
+                add("not_allowed", "empty command", form)
+            continue
+        raw_words = form.split()
+        head = next((w for w in raw_words if not _ASSIGNMENT_WORD.match(w)), "")
+        if head and _OBFUSCATED_WORD.match(head) and not (head[:1] in "'\"" and head[-1:] == head[:1] and head.count(head[0]) == 2):
+            add("obfuscated_command", f"the program name {head[:40]!r} is spelled to read as something else", form)
+        problem = option_problem(words, ctx.commands)
+        if problem is not None:
+            add(problem.kind, problem.message, form)
+
+
+_ASSIGNMENT_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# `LD_PRELOAD=/tmp/x.so`, `GIT_SSH_COMMAND='...'`: only the variables that load or run code.
+_EXEC_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(EXEC_ENV - {"PATH", "IFS", "ENV", "EDITOR", "VISUAL", "PAGER", "BROWSER", "HISTFILE", "TERMINFO", "PS4"}, key=len, reverse=True)) + r")=\S")

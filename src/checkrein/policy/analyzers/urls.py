@@ -4,7 +4,9 @@ internal addresses.
 
 URLs are parsed by hand, leniently, and every host a plausible parser could pick is checked: the
 RFC 3986 authority (after the last `@`) and the WHATWG one (backslash ends the authority), so parser
-differentials (`http://a\\@b/`) cannot hide a host. Nothing is fetched.
+differentials (`http://a\\@b/`) cannot hide a host. A WHATWG parser also deletes every TAB, CR and
+LF before parsing, so `http://allowed.example\t@127.0.0.1/` is read both ways too. Hosts are
+compared and classified after IDNA / UTS-46 mapping (`hosts.canonical_host`). Nothing is fetched.
 
 A `url` argument gets every check. Other strings only get high-confidence ones: dangerous schemes,
 metadata hosts, obfuscated IPs and internal-IP DNS names anywhere; internal hosts when the whole
@@ -21,7 +23,7 @@ from checkrein.policy.decision import Finding
 
 from .api import ScanContext
 from .evidence import excerpt
-from .hosts import HostVerdict, classify_host, classify_ip, parse_ipv4_lenient
+from .hosts import HostVerdict, canonical_host, classify_host, classify_ip, parse_ipv4_lenient
 
 __all__ = ["check_url", "host_allowed", "may_find", "url_hosts"]
 
@@ -38,7 +40,10 @@ _DANGEROUS_SCHEMES = frozenset(
     }
 )  # fmt: skip
 _SPACE = re.compile(r"\s")
-_METADATA_LITERALS = ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254", "metadata.google.internal")
+_METADATA_LITERALS = (
+    "169.254.169.254", "169.254.170.2", "100.100.100.200", "168.63.129.16", "fd00:ec2::254", "fd20:ce::254",
+    "metadata.google.internal",
+)  # fmt: skip
 _URL_TOKEN = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}:/{0,3}[^\s\"'<>`]+")
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]{0,30}):")
 
@@ -97,15 +102,33 @@ def url_hosts(url: str) -> tuple[str, list[str], bool]:
     return scheme, seen, has_password
 
 
+def ascii_host(host: str) -> str:
+    """``host`` after `canonical_host`, with every non-ASCII label in its `xn--` form (so
+    `münchen.de` and `xn--mnchen-3ya.de` compare equal). Never raises."""
+    h = canonical_host(host)
+    if h.isascii():
+        return h
+    labels: list[str] = []
+    for label in h.split("."):
+        if not label.isascii():
+            try:
+                label = "xn--" + label.encode("punycode").decode("ascii")
+            except (UnicodeError, ValueError):
+                return h
+        labels.append(label)
+    return ".".join(labels)
+
+
 def host_allowed(host: str, allowed: Sequence[str]) -> bool:
-    """Exact match, or a `*.example.com` entry matching any subdomain (not the apex)."""
-    h = host.rstrip(".").lower()
-    for a in allowed:
-        a = a.lower()
-        if a.startswith("*."):
-            if h.endswith(a[1:]) and len(h) > len(a) - 1:
+    """Exact match, or a `*.example.com` entry matching any subdomain (not the apex), after IDNA
+    mapping of both sides (`ascii_host`)."""
+    h = ascii_host(host)
+    for entry in allowed:
+        if entry.startswith("*."):
+            apex = ascii_host(entry[2:])
+            if apex and h.endswith("." + apex):
                 return True
-        elif h == a:
+        elif h == ascii_host(entry):
             return True
     return False
 
@@ -141,13 +164,33 @@ def may_find(value: str, kind: ArgKind | None) -> bool:
     An untyped value without a colon holds no scheme and no URL token; it can only be reported as a
     bare host (the whole value, no spaces) that is a metadata name, an IP written as one number,
     or a DNS name with a dot or with dash-separated digits."""
-    if kind == "url" or ":" in value:
-        return True
+    if kind == "url" or ":" in value or not value.isascii():
+        return True  # non-ASCII: `169。254。169。254` is a dotted host once IDNA-mapped
     s = value.strip()
     if not s or _SPACE.search(s) is not None or (s.startswith("/") and not s.startswith("//")):
         return False
     low = s.lower()
     return "." in s or "metadata" in low or "instance-data" in low or _NUMERIC_HOST.search(low) is not None
+
+
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+# A TAB, CR or LF between two visible characters: a WHATWG parser deletes it (and the two halves
+# join), where a reader of the raw string sees two words. In free text only the ones beside a
+# userinfo `@` are joined (a line that ends in a URL is followed by ordinary text).
+_TAB_NEWLINE_INSIDE = re.compile(r"(?<=\S)[\t\r\n]+(?=\S)")
+_TAB_NEWLINE_AT = re.compile(r"(?<=\S)[\t\r\n]+(?=[^\s@]{0,256}@)|(?<=@)[\t\r\n]+(?=\S)")
+
+
+def _whatwg_forms(forms: Sequence[str], strict: bool) -> list[str]:
+    """``forms``, plus each form with the TABs and newlines inside it deleted (when it has any)."""
+    out = list(forms)
+    pattern = _TAB_NEWLINE_INSIDE if strict else _TAB_NEWLINE_AT
+    for form in forms:
+        if "\t" in form or "\n" in form or "\r" in form:
+            joined = pattern.sub("", form)
+            if joined != form and joined not in out:
+                out.append(joined)
+    return out
 
 
 def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
@@ -165,7 +208,7 @@ def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
             add("scheme", f"non-HTTP scheme {scheme}:", form)
         if has_password:
             add("credentials", "credentials embedded in the URL", form)
-        for host in hosts:
+        for host in dict.fromkeys(ascii_host(h) for h in hosts):
             verdict = classify_host(host)
             if verdict is not None:
                 high_confidence = verdict.obfuscated or verdict.kind in (
@@ -193,8 +236,8 @@ def check_url(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
                 if "://" in m.group(0):
                     check_one(m.group(0), form, whole, 1)
 
-    for form in forms:
-        value = form.strip()
+    for form in _whatwg_forms(forms, strict):
+        value = form.strip().strip(_C0_AND_SPACE)
         if not value:
             continue
         compact = _SPACE.search(value) is None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Signal", "action_signals", "exfil_link_signals", "hidden_regions"]
+__all__ = ["Signal", "action_signals", "encoded_regions", "exfil_link_signals", "hidden_regions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +35,70 @@ _HIDDEN_ATTR_RE = re.compile(
 )
 
 
+# Markdown reference-style comments, which renderers drop: `[//]: # (text)`, `[comment]: <> (text)`.
+_MD_COMMENT_RE = re.compile(r"^[ \t]{0,3}\[(?://|comment|_|#)\]:[ \t]?(?:#|<>)[ \t]?(?:\((.{0,2000}?)\)|\"(.{0,2000}?)\")", re.M)
+
+
 def hidden_regions(text: str) -> list[tuple[int, str]]:
-    """(position, inner text) of HTML comments and elements hidden by CSS or the ``hidden`` attribute."""
+    """(position, inner text) of HTML and Markdown comments and elements hidden by CSS or the
+    ``hidden`` attribute."""
     out: list[tuple[int, str]] = []
     if "<!--" in text:
         out.extend((m.start(), m.group(1)) for m in _COMMENT_RE.finditer(text))
+    if "]:" in text:
+        out.extend((m.start(), m.group(1) or m.group(2) or "") for m in _MD_COMMENT_RE.finditer(text))
     if "style" in text and "<" in text:
         out.extend((m.start(), m.group(2)) for m in _CSS_HIDDEN_RE.finditer(text))
     if "hidden" in text and "<" in text:
         out.extend((m.start(), m.group(2)) for m in _HIDDEN_ATTR_RE.finditer(text))
+    return out
+
+
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,8192}={0,2}(?![A-Za-z0-9+/=_-])")
+_HEX_RE = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){24,4096}(?![0-9A-Za-z])")
+_MAX_ENCODED_RUNS = 16
+_MAX_DECODED = 32_768
+
+
+def _decoded_text(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    letters = sum(c.isalpha() or c.isspace() for c in text)
+    return text if len(text) >= 16 and letters >= 0.8 * len(text) and " " in text else None
+
+
+def encoded_regions(raw: str) -> list[tuple[int, str]]:
+    """(position, decoded text) of base64 and hex runs that decode to prose: an instruction a
+    person cannot read but a model can. Bounded: 16 runs, 32 KB of decoded text."""
+    import base64
+    import binascii
+
+    out: list[tuple[int, str]] = []
+    budget = _MAX_DECODED
+    runs = 0
+    for regex in (_BASE64_RE, _HEX_RE):
+        for m in regex.finditer(raw):
+            runs += 1
+            if runs > _MAX_ENCODED_RUNS or budget <= 0:
+                return out
+            run = m.group(0)
+            try:
+                if regex is _HEX_RE:
+                    data = bytes.fromhex(run)
+                else:
+                    s = run.rstrip("=")
+                    if len(s) % 4 == 1 or run.isalpha() or run.isdigit():
+                        continue
+                    padded = s + "=" * (-len(s) % 4)
+                    data = base64.urlsafe_b64decode(padded) if ("-" in s or "_" in s) else base64.b64decode(padded, validate=True)
+            except (ValueError, binascii.Error):
+                continue
+            text = _decoded_text(data[:budget])
+            if text is not None:
+                budget -= len(text)
+                out.append((m.start(), text))
     return out
 
 

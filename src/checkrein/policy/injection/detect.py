@@ -5,7 +5,9 @@ signals inside one window of `WINDOW` characters add up to `THRESHOLD` (each rul
 its strongest; the rules of one kind add up to at most 1.0). Strong signals (a fake system marker, "ignore your previous
 instructions" in any of several languages, text addressed to the AI) flag alone; weak ones
 (an imperative to send something to an outside address, urgency) only together, so ordinary mail
-that says "please send the invoice by Friday" is left alone.
+that says "please send the invoice by Friday" is left alone. Text hidden from a human reader (HTML
+and Markdown comments, CSS-hidden elements, base64 or hex runs that decode to text) is scored on
+its own and counts more.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from checkrein.policy.decision import Finding
 
-from .carriers import Signal, action_signals, exfil_link_signals, hidden_regions
+from .carriers import Signal, action_signals, encoded_regions, exfil_link_signals, hidden_regions
 from .lexicon import (
     EN_FORGET_VERBS,
     EN_MODIFIERS,
@@ -240,7 +242,7 @@ def scan_injection(text: str) -> InjectionScan:
         signals.append(
             Signal("hidden_text", 0.3, 0, f"{hidden.bidi} bidirectional control characters", "bidi")
         )
-    for pos, inner_text in hidden_regions(views.text):
+    for pos, inner_text in (*hidden_regions(views.text), *encoded_regions(text)):
         inner = _content_signals(normalize(inner_text))
         inner_score, _ = _best_window(inner)
         if inner_score >= 0.25:
