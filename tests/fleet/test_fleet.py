@@ -137,7 +137,9 @@ async def test_verify_against_postgres_catches_an_edited_and_a_deleted_row(fleet
     await anyio.to_thread.run_sync(lambda: fleet.stop_replica(0))  # a closed chain, fully shipped
     log_id, lines = local(fleet, 0)
     assert pg_lines(fleet, log_id) == lines
-    cmd = [sys.executable, "-m", "checkrein", "audit", "verify", str(fleet.audit_dir(0)), "--postgres", fleet.postgres.dsn]
+    key = fleet.audit_dir(0).parent / "checkrein.audit-key"  # anchored: an unanchored log exits 3
+    cmd = [sys.executable, "-m", "checkrein", "audit", "verify", str(fleet.audit_dir(0)), "--key", str(key),
+           "--postgres", fleet.postgres.dsn]
     ok = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "POSTGRES VALID" in ok.stdout, ok.stdout + ok.stderr
     edited = next(json.loads(line)["seq"] for line in lines if '"outcome":"ok"' in line and '"type":"call"' in line)

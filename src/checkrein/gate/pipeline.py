@@ -36,8 +36,8 @@ from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
 from checkrein.policy import CompiledPolicy, Identity, ResultInspector, ToolCall, compile_policy
-from checkrein.telemetry import Telemetry
 from checkrein.policy.analyzers.descriptions import review_tool
+from checkrein.telemetry import Telemetry
 
 from . import metering
 from .approval import BoundApprover, approval_form, approval_message
