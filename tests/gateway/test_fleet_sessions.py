@@ -35,18 +35,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[list[str]]:
     directory = tmp_path_factory.mktemp("fleet")
-    config = write_config(
-        directory,
-        [echo_server_config("a")],
-        gateway={"token": "${GW_TOKEN}"},
-        identities=[{"name": "other", "token": "${OTHER_TOKEN}"}],
-        policy={"allow": ["a__*"]},
-    )
-    config.write_text(config.read_text() + f'\n[state]\nurl = "{redis_url}"\nkey_prefix = "t{uuid.uuid4().hex[:8]}:"\ntimeout_s = 5.0\n')
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    configs = []
+    for i in range(2):  # one config per replica: each writes its own audit (beside its config)
+        (directory / f"r{i}").mkdir()
+        config = write_config(
+            directory / f"r{i}",
+            [echo_server_config("a")],
+            gateway={"token": "${GW_TOKEN}"},
+            identities=[{"name": "other", "token": "${OTHER_TOKEN}"}],
+            policy={"allow": ["a__*"]},
+        )
+        config.write_text(config.read_text() + f'\n[state]\nurl = "{redis_url}"\nkey_prefix = "{prefix}"\ntimeout_s = 5.0\n')
+        configs.append(config)
     ports = [free_port(), free_port()]
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        for p in ports:
+        for config, p in zip(configs, ports, strict=True):
             procs.append(start_http_gateway(config, p, GW_TOKEN=TOKEN, OTHER_TOKEN=OTHER))
         yield [f"http://127.0.0.1:{p}" for p in ports]
     finally:
