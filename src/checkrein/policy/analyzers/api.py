@@ -13,7 +13,12 @@ from typing import Any, Protocol
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-__all__ = ["Analyzer", "Resolver", "ScanContext", "SecretSpan"]
+from .verdicts import VerdictCache
+
+__all__ = ["KIND_MEMO_SIZE", "Analyzer", "Resolver", "ScanContext", "SecretSpan"]
+
+KIND_MEMO_SIZE = 1024
+"""Pointers whose kind one `ScanContext` remembers (argument names are attacker-chosen: bounded)."""
 
 Resolver = Callable[[str], Sequence[str]]
 """Host name -> IP address strings. Only used when `[policy.urls] resolve_dns = true`; tests pass a fake."""
@@ -38,6 +43,10 @@ class ScanContext:
     """Command allowlist (first word) for a tool that runs commands; None = no allowlist."""
     resolver: Resolver | None = None
     enabled: frozenset[str] = frozenset({"paths", "urls", "shell", "sql", "secrets"})
+    verdicts: VerdictCache | None = field(default=None, compare=False, repr=False)
+    """The compiled policy's cache of verdicts (`checkrein.policy.analyzers.verdicts`); None = no cache."""
+    kind_memo: dict[str, ArgKind | None] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """`kind_for(pointer, kinds)` per pointer seen (at most `KIND_MEMO_SIZE`); filled by `scan_arguments`."""
 
 
 class Analyzer(Protocol):

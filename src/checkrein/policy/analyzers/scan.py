@@ -26,9 +26,10 @@ from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from . import paths, secrets, shell, sql, urls
-from .api import Analyzer, ScanContext
+from .api import KIND_MEMO_SIZE, Analyzer, ScanContext
 from .decode import decoded_forms
 from .schema import kind_for
+from .verdicts import value_key
 
 __all__ = ["ANALYZERS", "CHECKS", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
 
@@ -150,29 +151,47 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
     """Deduplicated findings (by analyzer, kind and pointer) for every string in ``arguments``.
 
     A value's kind comes from ``ctx.kinds`` (see `kind_for`); keys and unknown values are untyped
-    and get only the analyzers' high-confidence checks. ``full`` skips the fast path (see the
-    module docstring; the findings are the same). Pure; raises only on programming errors (the
-    engine denies the call if it does)."""
+    and get only the analyzers' high-confidence checks. ``full`` skips the fast path and the
+    verdict cache (see the module docstring; the findings are the same). Pure; raises only on
+    programming errors (the engine denies the call if it does)."""
     findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
-    memo: dict[tuple[str, ArgKind | None], list[Finding]] = {}
+    memo: dict[tuple[str, ArgKind | None], Sequence[Finding]] = {}
     strings: list[tuple[str, str, bool]] = []
     overflow: _Overflow | None = None
     try:
         _collect(arguments, "", 0, False, strings)
     except _Overflow as exc:
         overflow = exc
+    cache = ctx.verdicts if not full and ctx.resolver is None else None
+    scope = cache.scope((ctx.path_roots, ctx.allowed_hosts, ctx.commands, ctx.enabled)) if cache is not None else None
+    kinds, kind_memo = ctx.kinds, ctx.kind_memo
     for pointer, text, is_key in strings:
-        kind = None if is_key else kind_for(pointer, ctx.kinds)
+        if is_key:
+            kind: ArgKind | None = None
+        elif pointer in kind_memo:
+            kind = kind_memo[pointer]
+        else:
+            kind = kind_for(pointer, kinds)
+            if len(kind_memo) < KIND_MEMO_SIZE:
+                kind_memo[pointer] = kind
         known = memo.get((text, kind))
         if known is None:
-            known = memo[(text, kind)] = scan_value(text, pointer, kind, ctx, full=full)
+            if cache is not None and scope is not None:
+                key = (scope, kind, value_key(text))
+                known = cache.get(key)
+                if known is None:
+                    known = tuple(scan_value(text, pointer, kind, ctx))
+                    cache.put(key, known)
+            else:
+                known = scan_value(text, pointer, kind, ctx, full=full)
+            memo[(text, kind)] = known
         for f in known:
             if f.path != pointer:
                 f = replace(f, path=pointer)
-            key = (f.analyzer, f.kind, f.path)
-            if key not in seen:
-                seen.add(key)
+            key3 = (f.analyzer, f.kind, f.path)
+            if key3 not in seen:
+                seen.add(key3)
                 findings.append(f)
     if overflow is not None:
         findings.append(Finding("scan", overflow.kind, overflow.pointer, f"argument scan stopped: {overflow.kind.replace('_', ' ')}", ""))
