@@ -27,7 +27,8 @@ Who answers approvals (``--approver``):
 ``--flow on`` (default) / ``provenance`` (Rule of Two off) / ``off`` sets ``[policy.flow]``;
 ``--injection withhold|wrap|off`` sets ``[policy.results] injection`` (``off`` measures what the flow
 rules stop on their own, every injected text then reaching the agent); ``--keep-secrets`` turns off
-the masking of secrets in results (``redact_secrets = false``), to measure what masking costs.
+the masking of secrets in results (``redact_secrets = false``), to measure what masking costs;
+``--link-tokens mask`` masks the tokens of links too (``[policy.results] link_tokens``; default ``keep``).
 
 Run: `.venv/bin/python benchmarks/agentdojo.py [--suites workspace,banking] [--attacks ...]`
 (needs the optional extra `eval`: `pip install 'checkrein[eval]'`). Develop on workspace and banking;
@@ -167,7 +168,7 @@ def build_bench_gate(suite: TaskSuite[Any], dojo: Dojo, user: SimulatedUser, loc
         "allow": ["dojo__*"],
         "tools": {"dojo__*": {"risk": "medium"}},
         "flow": {"resume_window_s": 0, **FLOW_MODES[args.flow]},
-        "results": {"injection": args.injection, "redact_secrets": not args.keep_secrets},
+        "results": {"injection": args.injection, "redact_secrets": not args.keep_secrets, "link_tokens": args.link_tokens},
     }
     if args.no_arg_scan:
         policy["analyzers"] = {a: "off" for a in ("paths", "urls", "shell", "sql", "secrets")}
@@ -349,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--injection", choices=("withhold", "wrap", "off"), default="withhold", help="[policy.results] injection")
     ap.add_argument("--no-arg-scan", action="store_true", help="turn the argument analyzers off")
     ap.add_argument("--keep-secrets", action="store_true", help="[policy.results] redact_secrets = false (what masking costs)")
+    ap.add_argument("--link-tokens", choices=("keep", "mask"), default="keep", help="[policy.results] link_tokens")
     ap.add_argument("--verbose", action="store_true", help="list every lost user task and successful attack")
     ap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     args = ap.parse_args(argv)
@@ -359,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json_out, "w", encoding="utf-8") as f:
             meta = {
                 "version": VERSION, "approver": args.approver, "flow": args.flow, "injection": args.injection,
-                "redact_secrets": not args.keep_secrets,
+                "redact_secrets": not args.keep_secrets, "link_tokens": args.link_tokens,
             }  # fmt: skip
             json.dump({**meta, "suites": table}, f, indent=2)
     return 0

@@ -173,6 +173,35 @@ def test_redaction_can_be_turned_off() -> None:
     assert out.texts == (GITHUB_TOKEN,) and out.flags == ()
 
 
+RESET_LINK = "Reset it here: https://accounts.example.com/auth/reset?user=emma&token=q8Zr2VxK4mTn7bLw1"
+
+
+def test_a_token_in_a_link_reaches_the_model_by_default_and_other_secrets_do_not() -> None:
+    """A reset link the user asked for stays usable; a key beside it is still masked."""
+    out = inspect(view(f"{RESET_LINK}\nconfig: token={GITHUB_TOKEN}\napi token=q8Zr2VxK4mTn7bLw1"))
+    text = out.texts[0]
+    assert "reset?user=emma&token=q8Zr2VxK4mTn7bLw1" in text
+    assert GITHUB_TOKEN not in text and "api token=q8Zr2VxK4mTn7bLw1" not in text
+    assert "secrets_redacted" in out.flags
+
+
+def test_link_tokens_mask_masks_the_token_of_a_link() -> None:
+    """`link_tokens = "mask"` treats a link's token like every other secret."""
+    out = inspect(view(RESET_LINK), link_tokens="mask")
+    assert "q8Zr2VxK4mTn7bLw1" not in out.texts[0] and "secrets_redacted" in out.flags
+    kept = inspect(view(RESET_LINK))
+    assert kept.texts == (RESET_LINK,) and kept.flags == ()
+
+
+def test_known_credential_formats_in_a_link_are_masked_even_when_link_tokens_are_kept() -> None:
+    """A provider key or a password in a URL is not a one-time link token."""
+    for text in (f"https://api.example.com/v1?access_token={GITHUB_TOKEN}",
+                 "https://example.com/login?password=Hunter2xyz99b",
+                 "https://emma:Sup3rS3cretPw9@db.example.com/"):
+        out = inspect(view(text))
+        assert "secrets_redacted" in out.flags, text
+
+
 def test_a_withheld_result_still_reports_the_secrets_it_held() -> None:
     out = inspect(view(ATTACK + " " + GITHUB_TOKEN))
     assert out.action == "withhold"

@@ -154,6 +154,12 @@ class ResultSettings(_Strict):
     oversize: Literal["truncate", "deny"] = "truncate"
     injection: Literal["withhold", "wrap", "off"] = "withhold"
     redact_secrets: bool = True
+    link_tokens: Literal["keep", "mask"] = "keep"
+    """A `token=` style value in the path or query of a link (a password-reset or sign-in
+    link the user asked for): `keep` delivers it to the model, `mask` masks it like every other
+    secret. Either way the audit log masks it, the argument analyzers flag it in a call, and the
+    flow rules ask before a value only an untrusted result held reaches a sink. Known credential
+    formats in a URL (provider keys, JWTs, `user:password@`) are always masked."""
     max_depth: int = Field(64, ge=4, le=256)
     """Deepest nesting of objects and arrays accepted in a result (counted from the result itself);
     a deeper one is refused (`result.too_deep`)."""

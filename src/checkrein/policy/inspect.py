@@ -12,7 +12,8 @@ In this order, each on what the previous step left:
    `truncated`); each names a degradation in ``Inspection.degraded``;
 2. secrets are masked (``redact_secrets = true``) in every piece, keys and ``_meta`` included; a
    member is also scanned as ``name: value`` (so ``{"password": "..."}`` is caught), and adjacent
-   texts are scanned joined (a secret split across two blocks is caught);
+   texts are scanned joined (a secret split across two blocks is caught); a `token=` value in a
+   link's path or query (kind `url_token`) is kept unless ``link_tokens = "mask"``;
 3. prompt injection (``injection``): each piece, each region as a whole and the concatenation of
    adjacent texts (the stream) are scanned. `withhold` (default) replaces only the flagged fields
    when the rest then reads clean (`policy/withhold.py`, flag `fields_withheld`), else the whole
@@ -34,7 +35,7 @@ from typing import Any
 from checkrein.config.policy import ResultSettings
 from checkrein.policy.analyzers import find_secrets
 from checkrein.policy.analyzers.api import SecretSpan
-from checkrein.policy.analyzers.secrets import MAX_SECRET_SCAN, may_find
+from checkrein.policy.analyzers.secrets import MAX_SECRET_SCAN, URL_TOKEN, may_find
 from checkrein.policy.call import ToolCall
 from checkrein.policy.decision import Finding
 from checkrein.policy.injection import detect_injection
@@ -255,6 +256,12 @@ class DefaultInspector:
     # secrets
 
     def _spans(self, text: str) -> list[SecretSpan]:
+        spans = self._all_spans(text)
+        if spans and self.settings.link_tokens == "keep":
+            return [sp for sp in spans if sp.kind != URL_TOKEN]
+        return spans
+
+    def _all_spans(self, text: str) -> list[SecretSpan]:
         if self._may_find is not None and not self._may_find(text, None):
             return []
         if len(text) <= MAX_SECRET_SCAN:

@@ -40,3 +40,16 @@ def test_tokens_in_links_and_real_passwords_are_still_masked(text: str, secret: 
 def test_credentials_inside_a_url_after_password_key_are_found() -> None:
     text = "password: https://admin:Sup3rS3cretPw@db.test/x"
     assert "Sup3rS3cretPw" not in redact_secrets(text)[0]
+
+
+def test_a_token_in_a_link_is_found_as_a_url_token_and_masked_by_redact_secrets() -> None:
+    """The audit log masks it (`redact_secrets`); only result delivery may keep it (`link_tokens`)."""
+    from checkrein.policy.analyzers import find_secrets, redact_secrets
+    from checkrein.policy.analyzers.secrets import URL_TOKEN
+
+    for text in ("https://techservices.example/auth/password-reset/token=?asfbuy3y2cdaqhvei",
+                 "[Reset](https://x.example/reset?u=1&token=Zq81LmP0x7VbN3)"):
+        assert [sp.kind for sp in find_secrets(text)] == [URL_TOKEN], text
+        assert "[REDACTED:" in redact_secrets(text)[0]
+    assert [sp.kind for sp in find_secrets("api token=asfbuy3y2cdaqhvei")] == ["credential"]
+    assert [sp.kind for sp in find_secrets("see https://x.example/a then token=asfbuy3y2cdaqhvei")] == ["credential"]

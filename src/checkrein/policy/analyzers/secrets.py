@@ -26,7 +26,7 @@ from checkrein.policy.decision import Finding
 from .api import ScanContext, SecretSpan
 from .secret_forms import aws_secret_pairs, encoded_spans, headerless_private_keys, joined_forms, map_back
 
-__all__ = ["MAX_SECRET_SCAN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
+__all__ = ["MAX_SECRET_SCAN", "URL_TOKEN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
 
 NAME = "secrets"
 MAX_SECRET_SCAN = 1_048_576
@@ -290,8 +290,28 @@ def _keyword_spans(text: str) -> list[SecretSpan]:
             continue  # a bare `_key` suffix names many non-secrets (`sort_key`); demand a key-like value
         if not quote and shannon_entropy(value) < 2.5:
             continue
-        spans.append(SecretSpan(start, end, "password" if "pass" in key or "pwd" in key else "credential"))
+        if "pass" in key or "pwd" in key:
+            spans.append(SecretSpan(start, end, "password"))
+        else:
+            spans.append(SecretSpan(start, end, URL_TOKEN if _in_link(text, m.start()) else "credential"))
     return spans
+
+
+URL_TOKEN = "url_token"
+"""The kind of a `token=` / `code=` style value in the path or query of a link (a reset or sign-in
+link): `[policy.results] link_tokens` decides whether results keep it for the model."""
+
+_LINK_START = re.compile(r"[\s(<\[\"'`]")
+
+
+def _in_link(text: str, key_at: int) -> bool:
+    """Whether the key at ``key_at`` sits after the host of an `http(s)` URL (in its path or query)."""
+    lo = max(0, key_at - 2048)
+    start = lo
+    for m in _LINK_START.finditer(text, lo, key_at):
+        start = m.end()
+    url = _PLAIN_URL.match(text, start)
+    return url is not None and url.end() <= key_at + 1
 
 
 def _comparison_spans(text: str) -> list[SecretSpan]:
