@@ -73,3 +73,38 @@ def test_the_sealed_state_binds_identity_session_tool_arguments_and_policy() -> 
     assert sealer.open(f"{version}.{body}x.{mac}", now=10.0) is None, "altered"
     assert RequestSealer().open(state, now=10.0) is None, "another gateway's key"
     assert sealer.open("garbage", now=10.0) is None
+
+
+def test_replicas_sharing_state_key_open_each_others_seals(tmp_path: Path) -> None:
+    """`[approval] state_key`: a retry answered on another replica of the fleet is honoured."""
+    from checkrein.config import parse_config
+    from checkrein.gate.factory import NullAuditTrail, build_gate
+    from checkrein.upstream import UpstreamPool
+
+    def gate(secret: str | None) -> Any:
+        text = '[approval]\nmode = "elicit"\n' + ('state_key = "${SEAL}"\n' if secret else "")
+        cfg = parse_config(text, environ={"SEAL": secret} if secret else {})
+        return build_gate(cfg, upstreams=UpstreamPool([]), audit=NullAuditTrail())
+
+    shared = "k" * 16 + "0123456789abcdef"
+    a, b, other, lone = gate(shared), gate(shared), gate(shared[::-1]), gate(None)
+    key = GrantKey("token:ci", "s1", "a__echo", "sha256:aa", "sha256:pp")
+    state = a.sealer.seal(key, expires_at=1000.0)
+    opened = b.sealer.open(state, now=10.0)
+    assert opened is not None and opened.key == key
+    assert other.sealer.open(state, now=10.0) is None and lone.sealer.open(state, now=10.0) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [('state_key = "a-literal-secret-of-more-than-32-chars"', "never a literal secret"),
+     ('state_key = "${SEAL_UNSET_FOR_THIS_TEST}"', "SEAL_UNSET_FOR_THIS_TEST")],
+)
+def test_state_key_is_a_variable_that_is_set(line: str, says: str) -> None:
+    """A literal key, or an unset variable, is a config error naming the key."""
+    from checkrein.config import parse_config
+    from checkrein.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse_config(f"[approval]\n{line}\n", environ={})
+    assert says in str(err.value) and "state_key" in str(err.value)

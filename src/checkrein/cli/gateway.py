@@ -146,6 +146,9 @@ def _report_audit(config: Config) -> None:
         _err(f"checkrein: warning: the audit is OFF ([audit] enabled = false{where}): no call is recorded")
     else:
         _err(f"checkrein: audit log in {config.audit_dir} (check it with `checkrein audit verify {config.audit_dir}`)")
+    if config.state.url is not None and config.approval.state_key is None:
+        _err("checkrein: note: [state] is shared but [approval] state_key is not set: an input_required approval "
+             "answered on another replica is asked again")
 
 
 async def _retry_failed_starts(gate: Gate, interval_s: float = 10.0) -> None:

@@ -156,6 +156,15 @@ def _as_written_checks(data: Mapping[str, Any], source: str | None, text: str) -
                 file=source, line=locate(text, loc) if text else None, key=key_string(loc),
                 fix='Write token = "${VAR}" and set VAR in the gateway\'s environment.',
             ))
+    approval = data.get("approval")
+    key = approval.get("state_key") if isinstance(approval, Mapping) else None
+    if isinstance(key, str) and not _WHOLE_REFERENCE.fullmatch(key):
+        where: Location = ("approval", "state_key")
+        out.append(ConfigError(
+            "`state_key` must be a ${ENV_VAR} reference, never a literal secret",
+            file=source, line=locate(text, where) if text else None, key=key_string(where),
+            fix='Write state_key = "${VAR}" and set VAR (32 characters or more, the same on every replica).',
+        ))
     return out
 
 

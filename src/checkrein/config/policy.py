@@ -225,6 +225,10 @@ class ApprovalSettings(_Strict):
     """How long a granted approval stays valid for the same arguments and policy."""
     auto_max_risk: Literal["low", "medium", "high", "critical"] = "medium"
     """Mode `auto` grants calls up to this risk without a human (every grant is audited)."""
+    state_key: str | None = Field(None, min_length=32)
+    """The secret that seals 2026-era approval rounds (`input_required`), as a ``${VAR}``: every
+    replica of a fleet sets the same one, so a retry answered on another replica is honoured.
+    Unset: a random key per process (a retry that lands on another process is asked again)."""
 
     @model_validator(mode="after")
     def _webhook_needs_url(self) -> ApprovalSettings:

@@ -7,9 +7,9 @@ answer. The seal binds the answer to exactly what was shown: the identity, the s
 the argument digest and the policy digest, with an expiry. A state that was altered, that belongs
 to another call or caller, or that expired is refused, and the call is asked about again.
 
-The seal is an HMAC-SHA256 under a key created per gateway process (`RequestSealer`); a fleet of
-replicas must share one (`[approval] state_key`, a ``${VAR}``), or a retry that lands on another
-replica is simply asked again.
+The seal is an HMAC-SHA256 (`RequestSealer`) under a key derived from `[approval] state_key` (a
+``${VAR}`` every replica of a fleet shares), else under a key created per gateway process: then a
+retry that lands on another replica is simply asked again.
 """
 
 from __future__ import annotations
@@ -48,6 +48,13 @@ def _unb64(text: str) -> bytes:
 class RequestSealer:
     def __init__(self, key: bytes | None = None) -> None:
         self._key = key if key else secrets.token_bytes(32)
+
+    @classmethod
+    def from_secret(cls, secret: str | None) -> RequestSealer:
+        """A sealer keyed by ``secret`` (`[approval] state_key`), or by a random per-process key."""
+        if not secret:
+            return cls()
+        return cls(hashlib.sha256(b"checkrein approval state v1\0" + secret.encode("utf-8")).digest())
 
     def seal(self, key: GrantKey, expires_at: float) -> str:
         body = json.dumps(

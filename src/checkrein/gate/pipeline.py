@@ -151,7 +151,7 @@ class Gate:
                 approver, ttl_s=config.approval.ttl_s, timeout_s=config.approval.timeout_s, clock=time.time
             )
         self.approver = approver
-        self.sealer = RequestSealer()
+        self.sealer = RequestSealer.from_secret(config.approval.state_key)
         """Seals the state of 2026-era approval rounds (`gate.approval_state`)."""
         self.flows: FlowStore = flows if flows is not None else InMemoryFlowStore(config.policy.flow)
         """Session flow states (`checkrein.gate.flow`)."""

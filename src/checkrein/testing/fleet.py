@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -94,7 +95,12 @@ def _http_ok(url: str, token: str | None = None) -> bool:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("CHECKREIN_FLEET_STATE_KEY", _FLEET_STATE_KEY)
     return env
+
+
+_FLEET_STATE_KEY = secrets.token_hex(32)
+"""The approval seal key every replica started by this process shares (`[approval] state_key`)."""
 
 
 @dataclass
@@ -206,6 +212,8 @@ class Fleet:
             # cores are busy a loopback round trip can take longer than the 0.5 s default, and a
             # slow answer is a refusal (fail closed). A killed Redis refuses at once either way.
             lines += ["", "[state]", f'url = "{self.redis.url}"', "timeout_s = 5.0"]
+            if "[approval]" not in extra:  # one seal key for the fleet's 2026-era approval rounds
+                lines += ["", "[approval]", 'state_key = "${CHECKREIN_FLEET_STATE_KEY}"']
         if otlp_endpoint is not None:
             lines += ["", "[telemetry]", f'otlp_endpoint = "{otlp_endpoint}"', "metrics_interval_s = 1.0"]
         path = d / "checkrein.toml"
