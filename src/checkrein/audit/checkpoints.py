@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .note import NoteError, NoteSigner, SignedNote, checkpoint_text, parse_note
 from .proofs import MerkleTree
-from .segments import fsync_dir
+from .segments import replace_durably
 from .witness import PushResult, WitnessTransport, push_checkpoint
 
 __all__ = [
@@ -94,15 +94,7 @@ class CheckpointStore:
 
     def _write(self, path: Path, data: bytes) -> None:
         self.dir.mkdir(mode=0o700, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(self.dir)
+        replace_durably(path, data)
 
 
 def witness_note(

@@ -113,6 +113,20 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def replace_durably(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a fsynced ``.tmp`` renamed over it, the
+    directory fsynced: a crash leaves the old file or the new one). Raises ``OSError``."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
 def lock_directory(directory: Path) -> int:
     """Take the log's writer lock (``flock`` on ``writer.lock``; the kernel drops it if the holder
     dies) and return its descriptor; close it to release. Two writers on one chain would fork

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from typing import Any
 from checkrein.config.fleet import PostgresAuditSettings
 from checkrein.errors import CheckreinError
 
-from .segments import list_segments, segment_name
+from .segments import list_segments, replace_durably, segment_name
 
 __all__ = ["CURSOR_FILE", "Cursor", "PostgresShipper", "SHIPPER_GAUGES", "read_cursor"]
 
@@ -62,15 +61,7 @@ def read_cursor(directory: Path) -> Cursor | None:
 
 
 def _write_cursor(directory: Path, cursor: Cursor) -> None:
-    tmp = directory / (CURSOR_FILE + ".tmp")
-    data = json.dumps(asdict(cursor), sort_keys=True).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, directory / CURSOR_FILE)
+    replace_durably(directory / CURSOR_FILE, json.dumps(asdict(cursor), sort_keys=True).encode())
 
 
 class PostgresShipper(threading.Thread):
