@@ -10,7 +10,10 @@ the least disturbed one):
 * baseline SQLite: ``executemany`` of pre-built rows into the same indexed table, one transaction;
 * trail batch (with / without the SQLite index): ``record_call`` for every record from one task,
   timed until ``aclose`` returns (everything redacted, hashed, chained, written, fsynced, indexed);
-* trail durable: ``--concurrency`` tasks each awaiting ``record_call`` (one fsync per batch);
+  the trail is opened as the gateway opens it, with the policy's secret finder (``find_secrets``)
+  that ``build_gate`` injects, and once with only the built-in finder to show what that costs;
+* trail durable: one sequential caller, and ``--concurrency`` tasks each awaiting ``record_call``,
+  each with the default group-commit window and with ``group_commit_ms = 0`` (fsyncs per event);
 * added p50 of a gateway call with auditing on vs off, when ``checkrein.gate`` can build a gate.
 """
 
@@ -31,8 +34,10 @@ from typing import Any
 import anyio
 
 from checkrein.audit import CallRecord, open_audit_trail
+from checkrein.audit.secrets import SecretFinder
 from checkrein.audit.sqlite_index import _INSERT, _SCHEMA
 from checkrein.config import AuditSettings
+from checkrein.policy.analyzers import find_secrets
 
 SECRET_EVERY = 20  # one record in 20 carries a credential, so redaction work is realistic
 
@@ -101,11 +106,14 @@ def baseline_sqlite(directory: Path, line: str, n: int) -> float:
     return n / dt
 
 
-async def trail_batch(directory: Path, records: list[CallRecord], *, sqlite: bool) -> tuple[float, float, float]:
+async def trail_batch(
+    directory: Path, records: list[CallRecord], *, sqlite: bool, finder: SecretFinder | None = find_secrets
+) -> tuple[float, float, float]:
     """(events/s until closed, p50 µs of record_call on the call path, process CPU µs per event:
     every thread's, so less disturbed by other jobs than the wall-clock rate)."""
     shutil.rmtree(directory, ignore_errors=True)
-    trail = open_audit_trail(AuditSettings(dir=str(directory), sqlite=sqlite, max_queue=len(records) + 10), directory.parent)
+    trail = open_audit_trail(AuditSettings(dir=str(directory), sqlite=sqlite, max_queue=len(records) + 10), directory.parent,
+                             secret_finder=finder)
     lat: list[int] = []
     perf = time.perf_counter_ns
     t0, c0 = time.perf_counter(), time.process_time()
@@ -118,10 +126,16 @@ async def trail_batch(directory: Path, records: list[CallRecord], *, sqlite: boo
     return len(records) / dt, statistics.median(lat) / 1000, cpu / len(records) * 1e6
 
 
-async def trail_durable(directory: Path, records: list[CallRecord], concurrency: int) -> tuple[float, float, float]:
-    """(events/s, p50 ms, p99 ms of record_call) with ``concurrency`` callers in flight."""
+async def trail_durable(
+    directory: Path, records: list[CallRecord], concurrency: int, group_commit_ms: float | None = None
+) -> tuple[float, float, float, float]:
+    """(events/s, p50 ms, p99 ms of record_call, events per fsync) with ``concurrency`` callers in
+    flight; ``group_commit_ms`` None is the default window."""
     shutil.rmtree(directory, ignore_errors=True)
-    trail = open_audit_trail(AuditSettings(dir=str(directory), durability="durable"), directory.parent)
+    window = {} if group_commit_ms is None else {"group_commit_ms": group_commit_ms}
+    trail = open_audit_trail(AuditSettings(dir=str(directory), durability="durable", **window), directory.parent,
+                             secret_finder=find_secrets)
+    fsyncs0 = trail.counters["fsyncs"]
     lat: list[float] = []
     it = iter(records)
 
@@ -136,9 +150,10 @@ async def trail_durable(directory: Path, records: list[CallRecord], concurrency:
         for _ in range(concurrency):
             tg.start_soon(caller)
     dt = time.perf_counter() - t0
+    per_fsync = len(records) / max(1, trail.counters["fsyncs"] - fsyncs0)
     await trail.aclose()
     lat.sort()
-    return len(records) / dt, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000
+    return len(records) / dt, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000, per_fsync
 
 
 async def gateway_overhead(directory: Path, calls: int) -> str:
@@ -212,8 +227,8 @@ def main() -> None:
         sample = json.loads(line)
         results["event_bytes"] = len(line) + 1
 
-        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite")}
-        cpu: dict[str, list[float]] = {k: [] for k in ("jsonl", "batch", "batch_nosqlite")}
+        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite", "batch_builtin")}
+        cpu: dict[str, list[float]] = {k: [] for k in ("jsonl", "batch", "batch_nosqlite", "batch_builtin")}
         call_path: list[float] = []
         for _ in range(opts.rounds):
             rate, cpu_us = baseline_jsonl(tmp, sample, opts.events)
@@ -227,7 +242,17 @@ def main() -> None:
             rate, _, cpu_us = anyio.run(lambda: trail_batch(tmp / "nosql", records, sqlite=False))
             rows["batch_nosqlite"].append(rate)
             cpu["batch_nosqlite"].append(cpu_us)
-        durable = anyio.run(trail_durable, tmp / "durable", records[: opts.durable_events], opts.concurrency)
+            rate, _, cpu_us = anyio.run(lambda: trail_batch(tmp / "builtin", records, sqlite=True, finder=None))
+            rows["batch_builtin"].append(rate)
+            cpu["batch_builtin"].append(cpu_us)
+        durable_runs: dict[str, list[tuple[float, float, float, float]]] = {}
+        few = records[: opts.durable_events]
+        for rnd in range(opts.rounds):  # alternating: window on / off, sequential / concurrent
+            cases = [(1, None), (1, 0.0), (opts.concurrency, None), (opts.concurrency, 0.0)]
+            for callers, window in (cases if rnd % 2 == 0 else cases[::-1]):
+                key = f"{callers}/{'default' if window is None else 'off'}"
+                durable_runs.setdefault(key, []).append(
+                    anyio.run(trail_durable, tmp / "durable", few[: max(1, len(few) // (8 if callers == 1 else 1))], callers, window))
         gate = anyio.run(gateway_overhead, tmp / "gate", opts.gate_calls)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -244,9 +269,15 @@ def main() -> None:
     show("baseline: raw SQLite executemany (indexed)", best(rows["sqlite"]))
     show("trail batch: JSONL + SQLite (writer thread)", best(rows["batch"]), cpu_note("batch"))
     show("trail batch: JSONL only", best(rows["batch_nosqlite"]), cpu_note("batch_nosqlite"))
+    show("trail batch: built-in finder only (not shipped)", best(rows["batch_builtin"]), cpu_note("batch_builtin"))
     print(f"  record_call on the call path, batch mode: p50 {min(call_path):.1f} µs")
-    print(f"  trail durable ({opts.concurrency} callers): {durable[0]:,.0f} events/s, "
-          f"record_call p50 {durable[1]:.2f} ms, p99 {durable[2]:.2f} ms")
+    for key, runs in durable_runs.items():
+        callers, window = key.split("/")
+        top = max(runs)
+        print(f"  trail durable, {callers:>3} caller(s), group commit {window:<7}: {top[0]:>8,.0f} events/s, "
+              f"record_call p50 {statistics.median(r[1] for r in runs):.2f} ms, p99 {statistics.median(r[2] for r in runs):.2f} ms, "
+              f"{statistics.median(r[3] for r in runs):.1f} events/fsync")
+    durable = max(durable_runs[f"{opts.concurrency}/default"])
     print(f"  {gate}")
     results.update({k: best(v) for k, v in rows.items()})
     results.update({f"{k}_cpu_us": min(v) for k, v in cpu.items()})

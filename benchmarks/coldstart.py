@@ -80,8 +80,8 @@ def write_config(directory: Path, servers: int, sdk: bool) -> Path:
 def first_listing(argv: list[str], want_tools: int) -> float:
     """Seconds from spawning ``argv`` to its answer to ``tools/list`` (after ``initialize``)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdin is not None and proc.stdout is not None
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         proc.stdin.write((json.dumps(INIT) + "\n").encode())
         proc.stdin.flush()
@@ -98,8 +98,12 @@ def first_listing(argv: list[str], want_tools: int) -> float:
         if got != want_tools:
             raise SystemExit(f"{argv[:3]}: listed {got} tools, expected {want_tools}")
         return elapsed
+    except ValueError:
+        proc.kill()
+        raise SystemExit(f"{argv[:3]} answered no JSON; stderr: {proc.stderr.read().decode(errors='replace')[-2000:]}") from None
     finally:
         proc.stdin.close()
+        proc.stderr.close()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -382,6 +382,7 @@ def _prepare_locked(
         checkpoint_interval_s=settings.checkpoint_interval_s,
         segment_max_bytes=settings.segment_max_bytes,
         batch_max=settings.batch_max,
+        group_commit_s=settings.group_commit_ms / 1000.0,
         retry_interval_s=settings.retry_interval_s,
         close_timeout_s=settings.close_timeout_s,
         first_bodies=first,

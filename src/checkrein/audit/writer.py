@@ -73,6 +73,7 @@ class Writer(threading.Thread):
         on_writable: Callable[[bool], None],
         lock_fd: int | None = None,
         publisher: CheckpointPublisher | None = None,
+        group_commit_s: float = 0.0,
     ) -> None:
         super().__init__(name="checkrein-audit-writer", daemon=True)
         self.queue: collections.deque[Item] = collections.deque()
@@ -97,6 +98,7 @@ class Writer(threading.Thread):
         self._interval = checkpoint_interval_s
         self._segment_max = segment_max_bytes
         self._batch_max = batch_max
+        self._group_s = group_commit_s
         self._retry = retry_interval_s
         self._close_timeout = close_timeout_s
         self._on_writable = on_writable
@@ -161,6 +163,7 @@ class Writer(threading.Thread):
                 self.stop_wake.wait(timeout)
             elif not self.queue and not self.stop_requested and not self._pending:
                 self.wake.wait(timeout)
+                self._gather()
             self.wake.clear()
             if self._failing and not self._retry_write():
                 if self.stop_requested:
@@ -192,6 +195,13 @@ class Writer(threading.Thread):
                 continue
             if finishing:
                 return
+
+    def _gather(self) -> None:
+        """Group commit: woken from idle by a first event, hold the batch open for the window
+        (unless it is already full, or the trail is closing) so one fsync covers every event
+        queued meanwhile. Events that queued while a batch was being written need no window."""
+        if self._group_s > 0 and self.queue and len(self.queue) < self._batch_max and not self.stop_requested:
+            self.stop_wake.wait(self._group_s)
 
     def _drain(self, limit: int) -> list[Item]:
         q = self.queue

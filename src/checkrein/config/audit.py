@@ -71,6 +71,9 @@ class AuditSettings(BaseModel):
     """Events waiting for the writer. When full, calls are denied (`deny`) or the event is dropped
     and counted (`allow`)."""
     batch_max: int = Field(4096, ge=1)
+    group_commit_ms: float = Field(2.0, ge=0, le=1000)
+    """Group commit: when the writer wakes for a new event it waits this long (bounded by a full
+    batch) so that one fsync covers every event queued meanwhile. 0 syncs each wake-up at once."""
     retry_interval_s: float = Field(0.5, gt=0)
     """How often a failing writer retries."""
     close_timeout_s: float = Field(5.0, ge=0)
