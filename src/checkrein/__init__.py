@@ -6,8 +6,9 @@ The names below are loaded on first use, so a bundled server or the CLI that imp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from checkrein._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -38,14 +39,4 @@ if TYPE_CHECKING:
     from checkrein.policy import Decision, Finding, ToolCall, decide
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'checkrein' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)

@@ -9,8 +9,9 @@ first use, so importing ``checkrein.upstream.spawn`` does not import the MCP SDK
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from checkrein._lazy import lazy_exports
 
 __all__ = [
     "IDENTIFYING_META_KEYS",
@@ -56,14 +57,4 @@ if TYPE_CHECKING:
     from checkrein.upstream.wire import IDENTIFYING_META_KEYS, strip_identifying_meta, tool_definition
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'checkrein.upstream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)
