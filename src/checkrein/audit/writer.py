@@ -99,6 +99,8 @@ class Writer(threading.Thread):
         self._segment_max = segment_max_bytes
         self._batch_max = batch_max
         self._group_s = group_commit_s
+        self._last_waiters = 0
+        """Durable callers acknowledged by the last fsync (more than one: they are concurrent)."""
         self._retry = retry_interval_s
         self._close_timeout = close_timeout_s
         self._on_writable = on_writable
@@ -199,9 +201,15 @@ class Writer(threading.Thread):
     def _gather(self) -> None:
         """Group commit: woken from idle by a first event, hold the batch open for the window
         (unless it is already full, or the trail is closing) so one fsync covers every event
-        queued meanwhile. Events that queued while a batch was being written need no window."""
-        if self._group_s > 0 and self.queue and len(self.queue) < self._batch_max and not self.stop_requested:
-            self.stop_wake.wait(self._group_s)
+        queued meanwhile. Events that queued while a batch was being written need no window.
+        A durable caller whose last batch served no other waiter is alone: holding its fsync
+        would only delay it, so its batch goes out at once."""
+        q = self.queue
+        if self._group_s <= 0 or not q or len(q) >= self._batch_max or self.stop_requested:
+            return
+        if q[0][2] is not None and self._last_waiters <= 1:
+            return
+        self.stop_wake.wait(self._group_s)
 
     def _drain(self, limit: int) -> list[Item]:
         q = self.queue
@@ -322,6 +330,7 @@ class Writer(threading.Thread):
         c["fsyncs"] += 1
         self._pending = []
         waiters, self._pending_waiters = self._pending_waiters, []
+        self._last_waiters = len(waiters)
         for waiter in waiters:
             waiter(None)
         if self._pending_checkpoints and self._publisher is not None:

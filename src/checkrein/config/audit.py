@@ -73,7 +73,8 @@ class AuditSettings(BaseModel):
     batch_max: int = Field(4096, ge=1)
     group_commit_ms: float = Field(2.0, ge=0, le=1000)
     """Group commit: when the writer wakes for a new event it waits this long (bounded by a full
-    batch) so that one fsync covers every event queued meanwhile. 0 syncs each wake-up at once."""
+    batch) so that one fsync covers every event queued meanwhile. Not for a lone `durable` caller
+    (the last fsync acknowledged no other caller), whom waiting would only delay. 0: off."""
     retry_interval_s: float = Field(0.5, gt=0)
     """How often a failing writer retries."""
     close_timeout_s: float = Field(5.0, ge=0)
