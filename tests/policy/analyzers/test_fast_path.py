@@ -4,6 +4,8 @@ everything). Hypothesis over random strings built from every trigger, plus hand-
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
@@ -11,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkrein.config.policy import ArgKind
-from checkrein.policy.analyzers import ScanContext, scan_arguments
-from checkrein.policy.analyzers.scan import PREFILTERS
+from checkrein.policy.analyzers import ScanContext, paths, scan_arguments, secrets, shell, sql
+from checkrein.policy.analyzers.scan import PREFILTERS, TRIGGERS
 from checkrein.policy.analyzers.verdicts import VerdictCache
 
 KINDS: list[ArgKind | None] = [None, "path", "url", "command", "query", "secret"]
@@ -149,3 +151,57 @@ def test_every_seed_is_an_attack_and_the_cached_path_reports_it(value: str, kind
     assert full, "fixture must be an attack the analyzers catch"
     for _ in range(2):
         assert full <= {(f.analyzer, f.kind) for f in scan_arguments({"v": value}, ctx)}
+
+
+# --- one trigger pass for every prefilter ----------------------------------------------------------
+
+_MODULES = {"paths": paths, "shell": shell, "sql": sql, "secrets": secrets}
+_CLASSES = {"paths": paths._PATH_TRIGGER, "shell": shell._SHELL_TRIGGER, "sql": sql._TRIGGER_CHARS, "secrets": secrets._SECRET_TRIGGER}
+
+
+@pytest.mark.parametrize("name", sorted(_MODULES))
+def test_each_trigger_class_matches_exactly_its_trigger_set(name: str) -> None:
+    """The regex a prefilter searches and the set the shared pass feeds it name the same characters."""
+    chars = _MODULES[name].TRIGGERS
+    assert chars <= TRIGGERS
+    matched = {chr(c) for c in range(0x3000) if _CLASSES[name].fullmatch(chr(c))} | {c for c in chars if ord(c) >= 0x3000}
+    assert matched == chars
+
+
+def test_sql_triggers_are_the_same_in_the_value_and_its_lowercase() -> None:
+    """`sql.may_find` searches the value, not its lowercase: no code point lowercases into a trigger."""
+    into = [hex(c) for c in range(sys.maxunicode + 1) if chr(c) not in sql.TRIGGERS and not sql.TRIGGERS.isdisjoint(chr(c).lower())]
+    assert into == []
+    assert all(c.lower() == c for c in sql.TRIGGERS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(VALUES, st.text(alphabet=st.sampled_from(list(TRIGGERS) + ["a", " ", "\u2028", "\x0c", "1"]), max_size=30)), st.sampled_from(KINDS))
+def test_prefilters_fed_by_the_shared_pass_answer_as_on_their_own(value: str, kind: ArgKind | None) -> None:
+    """`may_find(value, kind, triggers)` with the shared pass's triggers equals `may_find(value, kind)`."""
+    triggers = frozenset(c for c in value if c in TRIGGERS)
+    for name, may_find in PREFILTERS.items():
+        assert may_find(value, kind, triggers) == may_find(value, kind), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", "Z", "/", " ", "\t", "\n", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "\u200b"]), max_size=40))
+def test_long_token_test_agrees_with_the_regex_it_replaced(value: str) -> None:
+    """`str.split` and `\\s` agree on spaces, so a 16-character token is found the same way."""
+    assert (max(map(len, value.split()), default=0) >= 16) == (re.search(r"(?<!\S)\S{16}", value) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + ["not", "between", "in (", "in(", " or ", " and ", "1", "x"]), max_size=10).map("".join))
+def test_boolean_words_guard_is_a_necessary_condition(value: str) -> None:
+    """Every `_BOOLEAN_WORDS` match holds `not`, `between` or `(`, the guard `sql.may_find` tests first."""
+    low = value.lower()
+    if sql._BOOLEAN_WORDS.search(low) is not None:
+        assert "not" in low or "between" in low or "(" in low
+
+
+@pytest.mark.parametrize("value", ["x or 1 between 0 and 2", "a OR NOT 0", "1 and 1 in (1)", "q or ( a not between 1 and 2"])
+def test_boolean_tautologies_pass_the_guard_and_are_reported(value: str) -> None:
+    """The guarded regex still fires on the tautologies it exists for."""
+    assert sql._BOOLEAN_WORDS.search(value.lower()) is not None
+    assert sql.may_find(value, None)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from _analyzer_helpers import kinds_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkrein.policy.analyzers import ANALYZERS, Analyzer, ScanContext, scan, scan_arguments, scan_value
 from checkrein.policy.analyzers.scan import MAX_DEPTH, MAX_STRINGS
@@ -112,3 +115,56 @@ def test_evidence_never_shows_part_of_a_secret_cut_by_its_edge() -> None:
         value = "../../../../etc/passwd " + "x" * offset + " " + secret + " more text"
         for f in scan_arguments({"v": value}, ScanContext(kinds={"/v": "path"})):
             assert "Zq8Xw2Lm" not in f.evidence and "Kg1Saabcd" not in f.evidence, (offset, f.evidence)
+
+
+def _reference_collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]]) -> None:
+    """The argument walk as first written (one call per value), the inlined walk's reference."""
+    if depth > scan.MAX_DEPTH:
+        raise scan._Overflow("too_deep", pointer)
+    if isinstance(value, str):
+        scan._add(out, pointer, value, False)
+        if not in_json:
+            inner = scan._embedded_json(value)
+            if isinstance(inner, dict | list):
+                _reference_collect(inner, pointer, depth + 1, True, out)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _reference_collect(v, f"{pointer}/{i}", depth + 1, in_json, out)
+    elif value is None or isinstance(value, int | float):
+        return
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            child = f"{pointer}/{scan._escape(str(k))}"
+            if isinstance(k, str) and k and not k.isidentifier():
+                scan._add(out, child, k, True)
+            _reference_collect(v, child, depth + 1, in_json, out)
+
+
+def _walk(fn: Any, value: Any) -> tuple[list[tuple[str, str, bool]], tuple[str, str] | None]:
+    out: list[tuple[str, str, bool]] = []
+    try:
+        fn(value, "", 0, False, out)
+    except scan._Overflow as exc:
+        return out, (exc.kind, exc.pointer)
+    return out, None
+
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+    st.sampled_from(["", " ", "x", "a/b", ' {"k": "../x"}', '["a", 1]', "[not json", "{}", "\t[1]", "~/x"]), st.text(max_size=6),
+)  # fmt: skip
+_TREES = st.recursive(
+    _LEAVES,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["a", "b c", "x/y", "~", "1", "", "k-2"]), kids, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TREES, st.integers(min_value=1, max_value=8), st.integers(min_value=1, max_value=40))
+def test_inlined_walk_collects_exactly_what_the_reference_walk_does(tree: Any, depth: int, strings: int) -> None:
+    """Same strings, pointers and order, and the same overflow (kind and pointer) at small bounds."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scan, "MAX_DEPTH", depth)
+        mp.setattr(scan, "MAX_STRINGS", strings)
+        assert _walk(scan._collect, {"root": tree}) == _walk(_reference_collect, {"root": tree})

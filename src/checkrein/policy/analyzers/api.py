@@ -6,7 +6,8 @@ never raises on hostile input (an exception is still caught by `decide` and deni
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,13 +16,18 @@ from checkrein.policy.decision import Finding
 
 from .verdicts import VerdictCache
 
-__all__ = ["KIND_MEMO_SIZE", "Analyzer", "Resolver", "ScanContext", "SecretSpan"]
+__all__ = ["KIND_MEMO_SIZE", "Analyzer", "Resolver", "ScanContext", "SecretSpan", "char_class"]
 
 KIND_MEMO_SIZE = 1024
 """Pointers whose kind one `ScanContext` remembers (argument names are attacker-chosen: bounded)."""
 
 Resolver = Callable[[str], Sequence[str]]
 """Host name -> IP address strings. Only used when `[policy.urls] resolve_dns = true`; tests pass a fake."""
+
+
+def char_class(chars: Set[str]) -> re.Pattern[str]:
+    """A regex matching exactly one of ``chars`` (a prefilter's trigger characters)."""
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + "]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,16 @@ import binascii
 import functools
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-from .api import ScanContext
+from .api import ScanContext, char_class
 from .evidence import excerpt
 from .stores import credential_store, credential_store_in, home_paths
 
-__all__ = ["check_path", "may_find", "normalize_path"]
+__all__ = ["TRIGGERS", "check_path", "may_find", "normalize_path"]
 
 NAME = "paths"
 
@@ -287,16 +287,21 @@ def _wrapper(lowered: str, strict: bool) -> str | None:
 
 
 # What an untyped value needs before `check_path` can report anything (see `may_find`).
-_PATH_TRIGGER = re.compile(r"[/\\:~%=\x00\u2215\u2044\u29f8\u29f5\u2216]")
+TRIGGERS = frozenset("/\\:~%=\x00\u2215\u2044\u29f8\u29f5\u2216")
+_PATH_TRIGGER = char_class(TRIGGERS)
 
 
-def may_find(value: str, kind: ArgKind | None) -> bool:
+def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
     """False only when `check_path([value], ...)` is certainly empty (the value itself, undecoded).
 
     An untyped value can only be reported when it holds a separator, colon, tilde, percent sign,
     `=`, NUL, look-alike slash, hex literal or `..`; or is one word with a dot (`.htpasswd`); or is
-    a long alphanumeric run (base64 of a path). Prose with full stops has none of these."""
-    if kind == "path" or _PATH_TRIGGER.search(value) is not None or ".." in value or "0x" in value or "0X" in value:
+    a long alphanumeric run (base64 of a path). Prose with full stops has none of these.
+    ``triggers``, when given, is the set of the value's characters that are in `scan.TRIGGERS`
+    (one pass shared by every prefilter); it replaces this prefilter's own character search."""
+    if kind == "path":
+        return True
+    if (_PATH_TRIGGER.search(value) is not None if triggers is None else not TRIGGERS.isdisjoint(triggers)) or ".." in value or "0x" in value or "0X" in value:
         return True
     if "." in value and _SPACE.search(value.strip()) is None:
         return True

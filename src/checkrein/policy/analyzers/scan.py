@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any
 
@@ -26,12 +26,12 @@ from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from . import paths, secrets, shell, sql, urls
-from .api import KIND_MEMO_SIZE, Analyzer, ScanContext
+from .api import KIND_MEMO_SIZE, Analyzer, ScanContext, char_class
 from .decode import decoded_forms
 from .schema import kind_for
 from .verdicts import value_key
 
-__all__ = ["ANALYZERS", "CHECKS", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "scan_arguments", "scan_value"]
+__all__ = ["ANALYZERS", "CHECKS", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "TRIGGERS", "scan_arguments", "scan_value"]
 
 MAX_DEPTH = 64
 MAX_STRINGS = 20_000
@@ -49,7 +49,7 @@ CHECKS: Mapping[str, Check] = {
 }
 """Analyzer name -> check over (decoded forms, pointer, kind, ctx). Order is the report order."""
 
-Prefilter = Callable[[str, ArgKind | None], bool]
+Prefilter = Callable[[str, ArgKind | None, Set[str] | None], bool]
 PREFILTERS: Mapping[str, Prefilter] = {
     "paths": paths.may_find,
     "urls": urls.may_find,
@@ -57,8 +57,12 @@ PREFILTERS: Mapping[str, Prefilter] = {
     "sql": sql.may_find,
     "secrets": secrets.may_find,
 }
-"""Analyzer name -> `may_find(value, kind)`: False only when the check is certainly empty for the
-undecoded value (the fast path's skip test)."""
+"""Analyzer name -> `may_find(value, kind, triggers)`: False only when the check is certainly empty
+for the undecoded value (the fast path's skip test)."""
+
+TRIGGERS = paths.TRIGGERS | shell.TRIGGERS | sql.TRIGGERS | secrets.TRIGGERS
+"""Every prefilter's trigger characters: one `findall` per value feeds all of them."""
+_ANY_TRIGGER = char_class(TRIGGERS)
 
 # A value without these characters is its only decoded form (see `decoded_forms`).
 _DECODE_TRIGGER = re.compile(r"[%\\&+]")
@@ -92,6 +96,12 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
+def _may_hold_json(text: str) -> bool:
+    """Whether `_embedded_json` could parse ``text``: it starts with a bracket or a space (cheap test)."""
+    head = text[:1]
+    return head == "[" or head == "{" or head.isspace()
+
+
 def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]]) -> None:
     """Append (pointer, string, is_key) for every string under ``value``, depth-first; raise
     `_Overflow` past `MAX_DEPTH` or `MAX_STRINGS` (``out`` then holds the strings before that point)."""
@@ -104,16 +114,36 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
             if isinstance(inner, dict | list):
                 _collect(inner, pointer, depth + 1, True, out)
     elif isinstance(value, list | tuple):
+        deeper = depth + 1
         for i, v in enumerate(value):
-            _collect(v, f"{pointer}/{i}", depth + 1, in_json, out)
+            # Numbers, booleans and null hold no string: skipped without a call (unless past the
+            # depth bound, where the call reports `too_deep` as for any other value).
+            if deeper <= MAX_DEPTH:
+                if v is None or isinstance(v, int | float):
+                    continue
+                if isinstance(v, str) and (in_json or not _may_hold_json(v)):
+                    if len(out) >= MAX_STRINGS:
+                        raise _Overflow("too_many_strings", f"{pointer}/{i}")
+                    out.append((f"{pointer}/{i}", v, False))  # `_collect` of a plain string, inlined
+                    continue
+            _collect(v, f"{pointer}/{i}", deeper, in_json, out)
     elif value is None or isinstance(value, int | float):
         return  # before the `Mapping` check, which is slow for a non-mapping
     elif isinstance(value, dict) or isinstance(value, Mapping):
+        deeper = depth + 1
         for k, v in value.items():
+            scan_key = isinstance(k, str) and k and not k.isidentifier()
+            if not scan_key and deeper <= MAX_DEPTH and (v is None or isinstance(v, int | float)):
+                continue
             child = f"{pointer}/{_escape(str(k))}"
-            if isinstance(k, str) and k and not k.isidentifier():
+            if scan_key:
                 _add(out, child, k, True)
-            _collect(v, child, depth + 1, in_json, out)
+            if deeper <= MAX_DEPTH and isinstance(v, str) and (in_json or not _may_hold_json(v)):
+                if len(out) >= MAX_STRINGS:
+                    raise _Overflow("too_many_strings", child)
+                out.append((child, v, False))  # `_collect` of a plain string, inlined
+                continue
+            _collect(v, child, deeper, in_json, out)
 
 
 def _add(out: list[tuple[str, str, bool]], pointer: str, text: str, is_key: bool) -> None:
@@ -141,8 +171,10 @@ def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext,
         return findings
     else:
         forms = [value]
+    # One pass over the value finds the trigger characters of every prefilter at once.
+    triggers = None if full else frozenset(_ANY_TRIGGER.findall(value))
     for name, check in CHECKS.items():
-        if name in ctx.enabled and (full or PREFILTERS[name](value, kind)):
+        if name in ctx.enabled and (full or PREFILTERS[name](value, kind, triggers)):
             findings.extend(check(forms, pointer, kind, ctx))
     return findings
 

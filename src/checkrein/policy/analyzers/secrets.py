@@ -16,17 +16,17 @@ import base64
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from checkrein._trie import trie_regex
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-from .api import ScanContext, SecretSpan
+from .api import ScanContext, SecretSpan, char_class
 from .secret_forms import aws_secret_pairs, encoded_spans, headerless_private_keys, joined_forms, map_back
 
-__all__ = ["MAX_SECRET_SCAN", "URL_TOKEN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
+__all__ = ["MAX_SECRET_SCAN", "TRIGGERS", "URL_TOKEN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
 
 NAME = "secrets"
 MAX_SECRET_SCAN = 1_048_576
@@ -445,21 +445,25 @@ def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, lis
 # Every rule needs an assignment or header operator (`:`, `=`), a quote, a PEM `-----` line, or a
 # token of at least 16 non-space characters (the shortest provider format, `bearer` tokens and
 # JWTs included); prose made of ordinary words has none of these.
-_SECRET_TRIGGER = re.compile(r"[:=\"'`]")
-_LONG_TOKEN = re.compile(r"(?<!\S)\S{16}")
+TRIGGERS = frozenset(":=\"'`")
+_SECRET_TRIGGER = char_class(TRIGGERS)
+# An ASCII value can hold only the ASCII words (lowercasing ASCII stays ASCII).
+_FOREIGN_ASCII = tuple(w for w in _FOREIGN_PREFILTER if w.isascii())
 
 
-def may_find(value: str, kind: ArgKind | None) -> bool:
-    """False only when `check_secrets([value], ...)` is certainly empty (the value itself, undecoded)."""
+def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
+    """False only when `check_secrets([value], ...)` is certainly empty (the value itself, undecoded).
+    ``triggers``: see `paths.may_find`."""
     if kind == "secret":
         return False
-    if _SECRET_TRIGGER.search(value) is not None or "-----" in value:
+    if (_SECRET_TRIGGER.search(value) is not None if triggers is None else not TRIGGERS.isdisjoint(triggers)) or "-----" in value:
         return True
-    if " " in value or not value.isascii():
-        lowered = value.lower()
-        if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
+    ascii_value = value.isascii()
+    if " " in value or not ascii_value:
+        if any(map(value.lower().__contains__, _FOREIGN_ASCII if ascii_value else _FOREIGN_PREFILTER)):
             return True
-    return len(value) >= 16 and _LONG_TOKEN.search(value) is not None
+    # A run of 16 non-space characters (`str.split` and `\s` agree on what a space is).
+    return len(value) >= 16 and max(map(len, value.split()), default=0) >= 16
 
 
 def check_secrets(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-from .api import ScanContext
+from .api import ScanContext, char_class
 from .argv import EXEC_ENV, injected_option, option_problem, program_name
 from .evidence import excerpt
 
-__all__ = ["check_shell", "may_find", "shell_operators"]
+__all__ = ["TRIGGERS", "check_shell", "may_find", "shell_operators"]
 
 NAME = "shell"
 
@@ -204,12 +204,16 @@ def _command_line(stripped: str) -> str | None:
 
 
 # Every untyped signal needs one of these characters, except a whole-value command line.
-_SHELL_TRIGGER = re.compile(r"[;&|\n\r`$<>({]")
+TRIGGERS = frozenset(";&|\n\r`$<>({")
+_SHELL_TRIGGER = char_class(TRIGGERS)
 
 
-def may_find(value: str, kind: ArgKind | None) -> bool:
-    """False only when `check_shell([value], ...)` is certainly empty (the value itself, undecoded)."""
-    if kind == "command" or _SHELL_TRIGGER.search(value) is not None:
+def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
+    """False only when `check_shell([value], ...)` is certainly empty (the value itself, undecoded).
+    ``triggers``: see `paths.may_find`."""
+    if kind == "command":
+        return True
+    if _SHELL_TRIGGER.search(value) is not None if triggers is None else not TRIGGERS.isdisjoint(triggers):
         return True
     stripped = value.strip(" \t")
     if stripped[:1] == "-" or ("=" in value and _EXEC_ASSIGNMENT.search(value) is not None):

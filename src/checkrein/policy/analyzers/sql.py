@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any, Literal
 
 import sqlglot
@@ -27,10 +27,10 @@ from sqlglot.errors import SqlglotError
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
-from .api import ScanContext
+from .api import ScanContext, char_class
 from .evidence import excerpt
 
-__all__ = ["SqlClass", "check_sql", "classify_sql", "may_find", "normalize_sql", "side_effect"]
+__all__ = ["TRIGGERS", "SqlClass", "check_sql", "classify_sql", "may_find", "normalize_sql", "side_effect"]
 
 NAME = "sql"
 
@@ -478,7 +478,10 @@ def looks_like_sql(text: str) -> bool:
 # the lowercased value: a quote (or look-alike), comparison, backslash or NUL; a leading boolean or
 # clause word; `select`, a comment, `@@`; a statement after `;`; one of the function calls; one of
 # the `_` names; or one of the few all-letter dangerous phrases. `may_find` tests exactly these.
-_TRIGGER_CHARS = re.compile(r"['\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4]")
+TRIGGERS = frozenset("'\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4")
+# No character outside `TRIGGERS` lowercases into one and each lowercases to itself (a test checks
+# every code point), so searching the value or its lowercase form is the same test.
+_TRIGGER_CHARS = char_class(TRIGGERS)
 _LEADING_WORD = re.compile(r"[\s)]*(?:and|or|xor|&&|\|\||order|group|having|procedure|limit|like|union)")
 _STATEMENT_AFTER_SEMICOLON = re.compile(r";\s*(?:drop|truncate|shutdown|declare|exec|insert|delete|update|create|alter|grant|select|waitfor)")
 _CALL = re.compile(
@@ -491,18 +494,25 @@ _PHRASE = re.compile(r"into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+
 _BOOLEAN_WORDS = re.compile(r"\b(?:or|and)\s+\(?\s*(?:\w+\s+(?:not\s+)?(?:between|in\s*\()|not\b)")
 
 
-def may_find(value: str, kind: ArgKind | None) -> bool:
-    """False only when `check_sql([value], ...)` is certainly empty (the value itself, undecoded)."""
+def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
+    """False only when `check_sql([value], ...)` is certainly empty (the value itself, undecoded).
+    ``triggers``: see `paths.may_find`."""
     if kind == "query":
         return True
+    if _TRIGGER_CHARS.search(value) is not None if triggers is None else not TRIGGERS.isdisjoint(triggers):
+        return True
     low = value.lower()
-    if _TRIGGER_CHARS.search(low) is not None or _LEADING_WORD.match(low) is not None:
+    if _LEADING_WORD.match(low) is not None:
         return True
     if "select" in low or "/*" in low or "@@" in low or "sysobjects" in low or ".user" in low or "..sys" in low or "true" in low or "false" in low:
         return True
     if ";" in low and _STATEMENT_AFTER_SEMICOLON.search(low) is not None:
         return True
-    if (" or " in low or " and " in low or "or\t" in low or "and\t" in low) and _BOOLEAN_WORDS.search(low) is not None:
+    if (
+        (" or " in low or " and " in low or "or\t" in low or "and\t" in low)
+        and ("not" in low or "between" in low or "(" in low)  # every `_BOOLEAN_WORDS` match holds one
+        and _BOOLEAN_WORDS.search(low) is not None
+    ):
         return True
     if "(" in low and _CALL.search(low) is not None:
         return True

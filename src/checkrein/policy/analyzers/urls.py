@@ -16,7 +16,7 @@ value is one URL (prose that mentions `http://localhost:3000` stays clean).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
@@ -158,8 +158,9 @@ def _resolve(host: str, ctx: ScanContext) -> HostVerdict | None:
 _NUMERIC_HOST = re.compile(r"(?:^|[/?#\\@])(?:0x[0-9a-f]*|\d+)(?:$|[/?#\\@])|\d-\d")
 
 
-def may_find(value: str, kind: ArgKind | None) -> bool:
+def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
     """False only when `check_url([value], ...)` is certainly empty (the value itself, undecoded).
+    ``triggers`` is accepted for a uniform signature (this prefilter's `:` test is one C call).
 
     An untyped value without a colon holds no scheme and no URL token; it can only be reported as a
     bare host (the whole value, no spaces) that is a metadata name, an IP written as one number,
