@@ -392,7 +392,7 @@ def _direct(t: str) -> list[SecretSpan]:
         spans.extend(_keyword_spans(t))
         if "=" in t:
             spans.extend(_comparison_spans(t))
-    if any(map(lowered.__contains__, _FOREIGN_PREFILTER)):
+    if any(map(lowered.__contains__, _FOREIGN_ASCII if lowered.isascii() else _FOREIGN_PREFILTER)):
         spans.extend(_spoken_password_spans(t))
     return spans
 
@@ -405,6 +405,8 @@ _FOREIGN_PREFILTER = (
     "adgangskode", "salasana", "jelszó", "heslo", "parolă", "parola", "κωδικ", "סיסמה", "كلمة المرور", "पासवर्ड",
     "mật khẩu", "kata sandi", "รหัสผ่าน", "password is", "passphrase is", "passcode is", "pin is", "pin code is",
 )  # fmt: skip
+# An ASCII text can hold only the ASCII words (lowercasing ASCII stays ASCII).
+_FOREIGN_ASCII = tuple(w for w in _FOREIGN_PREFILTER if w.isascii())
 _SPOKEN_PASSWORD = re.compile(
     r"(?i)(?<![\w])(?:passwort|kennwort|contraseña|contrasena|clave|mot\sde\spasse|senha|пароль|密码|密碼|口令|パスワード|비밀번호|암호"
     r"|wachtwoord|hasło|haslo|şifre|sifre|lösenord|losenord|adgangskode|salasana|jelszó|heslo|parolă|parola|κωδικός(?:\sπρόσβασης)?"
@@ -447,8 +449,6 @@ def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, lis
 # JWTs included); prose made of ordinary words has none of these.
 TRIGGERS = frozenset(":=\"'`")
 _SECRET_TRIGGER = char_class(TRIGGERS)
-# An ASCII value can hold only the ASCII words (lowercasing ASCII stays ASCII).
-_FOREIGN_ASCII = tuple(w for w in _FOREIGN_PREFILTER if w.isascii())
 
 
 def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
