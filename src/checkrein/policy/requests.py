@@ -137,6 +137,7 @@ def decide_request(policy: CompiledPolicy, call: ToolCall) -> Decision:
         allowed_hosts=tuple(dict.fromkeys([*p.urls.allowed_hosts, *(h for c in arg_specs.values() for h in (c.hosts or ()))])),
         resolver=policy.resolver if p.urls.resolve_dns else None,
         enabled=enabled,
+        verdicts=policy.verdicts,
     )
     try:
         raw = tuple(policy.scanner(target, ctx))

@@ -48,7 +48,7 @@ def test_short_values_are_their_own_key_and_long_ones_a_digest() -> None:
     assert value_key("utf-8") == "utf-8"
     long_a, long_b = "a" * (MAX_RAW_KEY + 1), "a" * MAX_RAW_KEY + "b"
     ka, kb = value_key(long_a), value_key(long_b)
-    assert ka != kb and isinstance(ka, tuple) and len(repr(ka)) < 100
+    assert ka != kb and isinstance(ka, tuple) and ka[0] == MAX_RAW_KEY + 1 and isinstance(ka[1], bytes) and len(ka[1]) == 32
     assert value_key("\ud800" * (MAX_RAW_KEY + 1)) != value_key("\ud801" * (MAX_RAW_KEY + 1))
 
 
@@ -190,3 +190,17 @@ def test_a_failing_cache_denies_with_policy_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(p.verdicts, "get", broken)
     d = _decide(p, {"path": "/srv/data/a.csv"})
     assert (d.effect, d.error_code, d.degraded) == ("deny", "policy.error", ("policy.analyzer_failed",))
+
+
+def test_resource_reads_use_the_cache_and_decide_the_same() -> None:
+    """Non-tool requests (a resource URI) share the policy's cache; a hit changes nothing."""
+    p = _policy(POLICY.replace("[policy]\n", '[policy]\ndefault = "allow"\n'))
+    effects = []
+    for uri in ("file:///etc/shadow", "file:///srv/data/a.csv"):
+        call = ToolCall(Identity("alice", source="stdio"), "s", "t", "sp", f"fs__{uri}", {"uri": uri}, server="fs", tool=uri, kind="resource")
+        cold = decide(p, call, SessionState("s"), 0.0)
+        hits = p.verdicts.hits
+        assert decide(p, call, SessionState("s"), 0.0) == cold
+        assert p.verdicts.hits > hits
+        effects.append(cold.effect)
+    assert effects == ["deny", "allow"]

@@ -8,10 +8,13 @@ finding rather than passing the rest unchecked. (The engine's `[policy.limits]` 
 
 Fast path (the default): a value is decoded only when it holds a decoder's trigger (`%`, `\\`,
 `&`, `+` or a non-ASCII character), and each analyzer runs only when its `may_find` prefilter
-says it could report something for the value's kind. A value that decoding changes goes through
-every enabled analyzer. Each prefilter is a necessary condition of its check, so the fast path
-reports exactly what the full path (``full=True``: decode and run everything) reports; a
-Hypothesis test holds the two to that. Identical strings of one call are analyzed once.
+says it could report something for the value's kind; one `findall` over the value collects the
+trigger characters of every prefilter at once (`TRIGGERS`) and feeds them all. A value that
+decoding changes goes through every enabled analyzer. Each prefilter is a necessary condition of
+its check, so the fast path reports exactly what the full path (``full=True``: decode and run
+everything) reports; Hypothesis tests hold the two to that. Identical strings of one call are
+analyzed once, and with ``ctx.verdicts`` (the compiled policy's `VerdictCache`) a string seen
+in an earlier call with the same kind and analyzer context is not analyzed again.
 """
 
 from __future__ import annotations
