@@ -138,7 +138,8 @@ def test_cached_fast_path_never_reports_less_than_the_full_scan(value: str, kind
     cold = {(f.analyzer, f.kind, f.path) for f in scan_arguments({"v": value}, ctx)}
     hits = SHARED.hits
     warm = {(f.analyzer, f.kind, f.path.replace("/w/0", "/v")) for f in scan_arguments({"w": [value]}, ctx)}
-    assert SHARED.hits > hits, "the second sight is a cache hit"
+    if kind != "secret" and all(a != "secrets" for a, _, _ in cold):
+        assert SHARED.hits > hits, "the second sight is a cache hit"  # secrets are never stored
     assert full <= cold, (value, kind, full - cold)
     assert warm == cold, (value, kind, warm ^ cold)
 

@@ -204,3 +204,15 @@ def test_resource_reads_use_the_cache_and_decide_the_same() -> None:
         assert p.verdicts.hits > hits
         effects.append(cold.effect)
     assert effects == ["deny", "allow"]
+
+
+def test_secrets_are_not_kept_in_the_cache() -> None:
+    """A declared secret or a value holding one is scanned every time and never stored."""
+    ctx = ScanContext(kinds={"/api_key": "secret"}, verdicts=VerdictCache())
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd"
+    for _ in range(2):
+        assert scan_arguments({"api_key": "s3cr3t-value-123"}, ctx) == []
+        assert {f.analyzer for f in scan_arguments({"note": f"use {token}"}, ctx)} == {"secrets"}
+    assert ctx.verdicts is not None and len(ctx.verdicts) == 0 and ctx.verdicts.hits == 0
+    scan_arguments({"note": "plain words"}, ctx)
+    assert len(ctx.verdicts) == 1

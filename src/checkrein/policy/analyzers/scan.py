@@ -217,7 +217,9 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
                 known = cache.get(key)
                 if known is None:
                     known = tuple(scan_value(text, pointer, kind, ctx))
-                    cache.put(key, known)
+                    # A value declared a secret, or holding one, is not kept (the key is the value).
+                    if kind != "secret" and not any(f.analyzer == "secrets" for f in known):
+                        cache.put(key, known)
             else:
                 known = scan_value(text, pointer, kind, ctx, full=full)
             memo[(text, kind)] = known

@@ -12,6 +12,9 @@ findings of one string by (scope, kind, value) and skips the rescan on a hit:
   a longer string is keyed by its length and the SHA-256 digest of its UTF-8 bytes (lone
   surrogates encoded as they are; SHA-256 because CPUs hash it in hardware, ~2x BLAKE2b here), so
   an entry never holds more than `MAX_RAW_KEY` characters of key.
+- **never a secret**: a value of a `kind = "secret"` argument, or one in which the secrets
+  analyzer found something, is not cached, so the cache does not keep known secrets in memory
+  beyond the call (such values are rare to repeat, and their calls are denied or redacted anyway).
 - **never with a DNS resolver**: when ``[policy.urls] resolve_dns`` is on, the URL verdict depends
   on what the name resolves to now, so nothing is cached (`ScanContext.resolver` is set).
 
