@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 
 import checkrein.testing.echo_server as echo_server
@@ -324,11 +325,14 @@ async def test_a_failed_server_is_retried_by_a_later_call_after_backoff(tmp_path
 
 async def _same_as_sdk(up: McpUpstream) -> None:
     session = up._link.session  # type: ignore[union-attr]
+    assert session.raw is not None
+    sent = session.raw.sent
     for name, args in (("add", {"a": 5, "b": 6}), ("fail", {}), ("echo", {"text": "ü"})):
-        lean = await session.forward_tool_call(name, args)
+        lean = types.CallToolResult.model_validate(await session.forward_tool_call(name, args), by_name=False)
         sdk = await session.call_tool(name, args)
         assert lean.model_dump(exclude={"meta"}) == sdk.model_dump(exclude={"meta"})
         assert lean.meta == sdk.meta
+    assert session.raw.sent == sent + 3, "over stdio the lean forward takes the raw lane"
 
 
 async def test_lean_forward_matches_the_sdk_call_in_the_handshake_era(shared: McpUpstream) -> None:

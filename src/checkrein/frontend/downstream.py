@@ -21,12 +21,12 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import TypeAdapter
 
 from checkrein.policy import ToolCall
-from checkrein.upstream.relay import CURRENT_DOWNSTREAM, ServerRequestKind
+from checkrein.upstream.relay import CURRENT_DOWNSTREAM, Downstream, ServerRequestKind
 
-__all__ = ["ClientRequest", "LogLevels", "Subscriptions", "relaying"]
+__all__ = ["LOG_LEVEL_META", "ClientRequest", "LogLevels", "Subscriptions", "relaying"]
 
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 _ELICIT_PARAMS: TypeAdapter[Any] = TypeAdapter(types.ElicitRequestParams)
 
 
@@ -61,8 +61,8 @@ class ClientRequest:
         token = meta.get("progress_token")
         self._token: str | int | None = token if isinstance(token, str | int) and not isinstance(token, bool) else None
         raw_meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
-        level = raw_meta.get(_LOG_LEVEL_META) if isinstance(raw_meta, dict) else None
-        self._upstream_meta: dict[str, Any] = {_LOG_LEVEL_META: level} if isinstance(level, str) else {}
+        level = raw_meta.get(LOG_LEVEL_META) if isinstance(raw_meta, dict) else None
+        self._upstream_meta: dict[str, Any] = {LOG_LEVEL_META: level} if isinstance(level, str) else {}
 
     @property
     def session_key(self) -> str:
@@ -126,7 +126,7 @@ class ClientRequest:
 
 
 @contextlib.contextmanager
-def relaying(request: ClientRequest) -> Iterator[None]:
+def relaying(request: Downstream) -> Iterator[None]:
     """Make ``request`` the client an upstream's messages go to while the gate handles it."""
     token = CURRENT_DOWNSTREAM.set(request)
     try:

@@ -40,6 +40,7 @@ from checkrein import __version__
 from checkrein.gate.chain import CallRefused
 from checkrein.gate.pipeline import Gate
 from checkrein.policy import ToolCall
+from checkrein.upstream.relay import Downstream
 
 from .context import CallFactory
 from .downstream import ClientRequest, LogLevels, Subscriptions, relaying
@@ -167,28 +168,37 @@ class GatewayServer:
         result: types.ListToolsResult = await self._list(ctx, "tools/list")
         return result
 
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        """The result as JSON: the SDK's runner serializes a dict as it does a model (its
+        ``HandlerResult``), so a relayed result never becomes a model on its way through."""
         call = self.calls.make(ctx, kind="tool", name=params.name, arguments=dict(params.arguments or {}))
         if params.request_state is not None or params.input_responses:
             # A 2026-era client answering the approval form of an earlier round of this call.
             taken = await self.gate.accept_input(call, params.request_state, params.input_responses)
             log.debug("approval answer for %s: %s", call.exposed_name, taken)
+        return await self.call_tool_json(call, ClientRequest(ctx, call, self.levels), ctx.session, ctx.request_id)
+
+    async def call_tool_json(
+        self, call: ToolCall, downstream: Downstream, session: Any, request_id: Any
+    ) -> dict[str, Any] | types.InputRequiredResult:
+        """Run a tools/call through the gate with ``downstream`` as the client its upstream's
+        messages go to, and ``session`` (an `ElicitingSession`) as the one an approver may ask.
+        The result as JSON (wire names), or the 2026-era ``input_required`` answer of a call that
+        needs approval."""
         elicitor = self.gate.elicitor
-        with relaying(ClientRequest(ctx, call, self.levels)):
+        with relaying(downstream):
             if elicitor is None:
                 out = await self.gate.run(call)
             else:
                 # An approver may need to ask this very client (elicitation) while the call is held.
-                elicitor.register(call.session_id, ctx.session, ctx.request_id)
+                elicitor.register(call.session_id, session, request_id)
                 try:
                     out = await self.gate.run(call)
                 finally:
                     elicitor.unregister(call.session_id)
         if out.pending is not None:
             return self.gate.input_required(out.pending)
-        return self.gate.result_of(out)
+        return self.gate.result_json(out)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -28,14 +28,29 @@ __all__ = [
     "CallRefused",
     "GateResult",
     "Step",
+    "ToolResultJson",
     "build_chain",
     "deny",
     "denial_text",
     "fail",
 ]
 
+@dataclass(frozen=True, slots=True)
+class ToolResultJson:
+    """A tools/call result as the upstream's JSON (wire names: ``content``, ``isError``, ...),
+    already checked against the ``CallToolResult`` schema: what the gate relays without building
+    an SDK model for it. Treat ``json`` as immutable; steps hand on a new value."""
+
+    json: dict[str, Any]
+
+    @property
+    def is_error(self) -> bool:
+        return self.json.get("isError") is True
+
+
 GateResult: TypeAlias = (
-    types.CallToolResult
+    ToolResultJson
+    | types.CallToolResult
     | types.ReadResourceResult
     | types.GetPromptResult
     | types.CompleteResult

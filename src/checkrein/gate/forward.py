@@ -20,14 +20,14 @@ from checkrein.canonical import canonical_json
 from checkrein.catalog import Names
 from checkrein.errors import CheckreinError, UpstreamRequestFailed, UpstreamTimeout, UpstreamUnavailable
 from checkrein.policy import ToolCall
-from checkrein.upstream.wire import strip_identifying_meta
+from checkrein.upstream.wire import strip_identifying_json_meta, strip_identifying_meta
 
-from .chain import CallContext, CallOutcome, GateResult, fail
+from .chain import CallContext, CallOutcome, GateResult, ToolResultJson, fail
 from .counters import Counters
 from .session import SessionTable
 from .state import GateState
 
-__all__ = ["ForwardStep", "Listing", "expose_uris"]
+__all__ = ["ForwardStep", "Listing", "expose_json_uris", "expose_uris"]
 
 log = logging.getLogger("checkrein.gate")
 
@@ -75,8 +75,11 @@ class ForwardStep:
                 code = exc.code if isinstance(exc, CheckreinError) else "upstream.error"
                 return fail(ctx, code, "error", f"server {call.server!r} failed: {exc}")
             self.sessions.record_forwarded(call.session_id, call.exposed_name)
-            result = expose_uris(strip_identifying_meta(result), state.names, call.server)
-            is_error = isinstance(result, types.CallToolResult) and bool(result.is_error)
+            if isinstance(result, ToolResultJson):
+                result = expose_json_uris(result, state.names, call.server)
+            else:
+                result = expose_uris(strip_identifying_meta(result), state.names, call.server)
+            is_error = isinstance(result, types.CallToolResult | ToolResultJson) and bool(result.is_error)
             return CallOutcome(ctx, "error" if is_error else "ok", result, "tool.error" if is_error else None)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -95,6 +98,9 @@ def _rpc_text(server: str, exc: UpstreamRequestFailed) -> str:
 async def _send(upstream: Any, call: ToolCall, timeout_s: float) -> GateResult:
     kind = call.kind
     if kind == "tool":
+        as_json = getattr(upstream, "call_tool_json", None)
+        if as_json is not None:  # the upstream relays the server's JSON: no SDK model on the way
+            return ToolResultJson(strip_identifying_json_meta(await as_json(call.tool, call.arguments, timeout_s=timeout_s)))
         r: GateResult = await upstream.call_tool(call.tool, call.arguments, timeout_s=timeout_s)
     elif kind == "resource":
         r = await upstream.read_resource(call.tool, timeout_s=timeout_s)
@@ -119,6 +125,28 @@ def _expose_block(block: Any, names: Names, server: str) -> Any:
     if isinstance(block, types.EmbeddedResource):
         inner = block.resource
         return block.model_copy(update={"resource": inner.model_copy(update={"uri": names.uri(server, str(inner.uri))})})
+    return block
+
+
+def expose_json_uris(result: ToolResultJson, names: Names, server: str) -> ToolResultJson:
+    """`expose_uris` for a tool result as JSON: resource links and embedded resources in
+    ``content`` get their exposed URIs. Returns ``result`` itself when it holds none."""
+    content = result.json.get("content")
+    if not names.prefix(server) or not isinstance(content, list):
+        return result
+    if not any(isinstance(b, dict) and b.get("type") in ("resource_link", "resource") for b in content):
+        return result
+    return ToolResultJson({**result.json, "content": [_expose_json_block(b, names, server) for b in content]})
+
+
+def _expose_json_block(block: Any, names: Names, server: str) -> Any:
+    if not isinstance(block, dict):
+        return block
+    if block.get("type") == "resource_link" and isinstance(block.get("uri"), str):
+        return {**block, "uri": names.uri(server, block["uri"])}
+    inner = block.get("resource")
+    if block.get("type") == "resource" and isinstance(inner, dict) and isinstance(inner.get("uri"), str):
+        return {**block, "resource": {**inner, "uri": names.uri(server, inner["uri"])}}
     return block
 
 

@@ -42,7 +42,7 @@ from checkrein.telemetry import Telemetry
 from . import metering
 from .approval import BoundApprover, approval_form, approval_message
 from .approval_state import APPROVAL_INPUT_KEY, RequestSealer
-from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, build_chain
+from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, ToolResultJson, build_chain
 from .counters import Counters
 from .flow import FlowStep, FlowStore, InMemoryFlowStore
 from .forward import ForwardStep
@@ -471,15 +471,14 @@ class Gate:
 
     async def call_tool(self, call: ToolCall) -> types.CallToolResult:
         """A tools/call. Refusals and errors come back as ``isError`` results with the reason."""
-        out = await self.run(call)
-        if isinstance(out.result, types.CallToolResult):
-            return out.result
-        return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
+        return self.result_of(await self.run(call))
 
     def result_of(self, out: CallOutcome) -> types.CallToolResult:
         """The tools/call answer for an outcome: the result, or an ``isError`` result with the reason."""
         if isinstance(out.result, types.CallToolResult):
             return out.result
+        if isinstance(out.result, ToolResultJson):
+            return types.CallToolResult.model_validate(out.result.json, by_name=False)
         return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
 
     def input_required(self, pending: ApprovalRequest) -> types.InputRequiredResult:
@@ -512,6 +511,18 @@ class Gate:
         reason = "approved by the client (input_required)" if approved else f"the client answered {answer.action}"
         await approver.answer(expected, approved, "elicit", reason)
         return "granted" if approved else "declined"
+
+    def result_json(self, out: CallOutcome) -> dict[str, Any]:
+        """`result_of` as JSON (wire names, ``resultType`` set: 2026-era results need it, the SDK's
+        serializer drops it for handshake-era clients); no SDK model is built when the upstream
+        relayed JSON. Never mutate what it returns."""
+        result = out.result
+        if isinstance(result, ToolResultJson):
+            json = result.json
+            return json if "resultType" in json else {**json, "resultType": "complete"}
+        if isinstance(result, types.CallToolResult):
+            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return {"content": [{"type": "text", "text": out.message}], "isError": True, "resultType": "complete"}
 
     async def request(self, call: ToolCall) -> Any:
         """Any request other than tools/call: its result. Raises ``CallRefused`` (``rpc_code`` set

@@ -15,12 +15,14 @@ import mcp.types as types
 from checkrein.policy import Inspection, ResultView
 from checkrein.policy.results import ResultKind
 
+from .chain import ToolResultJson
+
 __all__ = ["SERVER_INFO_META", "AnyResult", "apply_inspection", "strip_upstream_meta", "view_of"]
 
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """`_meta` key by which an upstream names itself; the gateway does not reveal its upstreams."""
 
-AnyResult: TypeAlias = types.CallToolResult | types.ReadResourceResult | types.GetPromptResult
+AnyResult: TypeAlias = ToolResultJson | types.CallToolResult | types.ReadResourceResult | types.GetPromptResult
 
 _KIND: dict[type, ResultKind] = {
     types.CallToolResult: "tool",
@@ -30,6 +32,8 @@ _KIND: dict[type, ResultKind] = {
 
 
 def strip_upstream_meta(result: AnyResult) -> AnyResult:
+    if isinstance(result, ToolResultJson):
+        return result  # the upstream already removed what names it (`strip_identifying_json_meta`)
     meta = result.meta
     if meta and SERVER_INFO_META in meta:
         rest = {k: v for k, v in meta.items() if k != SERVER_INFO_META}
@@ -70,7 +74,10 @@ _FAST = (
 
 
 def view_of(result: AnyResult) -> ResultView:
-    """``result`` as the JSON the client would receive (the SDK server's own dump)."""
+    """``result`` as the JSON the client would receive (the SDK server's own dump; a relayed
+    tool result is that JSON already)."""
+    if isinstance(result, ToolResultJson):
+        return ResultView("tool", result.json)
     value = _plain_text_json(result) if _FAST else None
     if value is None:
         value = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -85,4 +92,7 @@ def apply_inspection(result: AnyResult, view: ResultView, inspection: Inspection
         return result
     if inspection.result is None:  # a `deliver` without a result: never deliver the unchecked one
         raise ValueError("the inspection delivers no result")
+    if isinstance(result, ToolResultJson):
+        types.CallToolResult.model_validate(inspection.result, by_name=False)  # the inspector kept the schema
+        return ToolResultJson(dict(inspection.result))
     return type(result).model_validate(inspection.result)

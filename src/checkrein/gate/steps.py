@@ -34,7 +34,7 @@ from checkrein.errors import AuditUnavailable, CheckreinError, StateUnavailable,
 from checkrein.policy import Decision, Inspection, ResultInspector, ResultView, ToolCall, decide
 
 from .approval import InputRequired
-from .chain import CallContext, CallNext, CallOutcome, deny, fail
+from .chain import CallContext, CallNext, CallOutcome, ToolResultJson, deny, fail
 from .counters import Counters
 from .resolve import resolve
 from .result_view import apply_inspection, view_of
@@ -166,6 +166,8 @@ def _decision_record(out: CallOutcome, d: Decision | None, approval: dict[str, A
 def _audit_result(out: CallOutcome) -> Any | None:
     if out.result is None:
         return {"message": out.message} if out.message else None
+    if isinstance(out.result, ToolResultJson):
+        return out.result.json
     return out.result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
@@ -392,7 +394,7 @@ class InspectStep:
         call = out.ctx.call
         if isinstance(out.result, types.CompleteResult):
             return self._inspect_completion(out, out.result)
-        if not isinstance(out.result, types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
+        if not isinstance(out.result, ToolResultJson | types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
             return out
         try:
             view = view_of(out.result)

@@ -17,14 +17,17 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import anyio.abc
 import mcp.types as types
+import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
+from checkrein.upstream.raw import RawRequests
 from checkrein.upstream.spawn import spawn_stdio
 
 __all__ = ["StderrTail", "StdioProcess", "open_stdio"]
@@ -112,6 +115,7 @@ async def open_stdio(
     cwd: str | None,
     process_info: StdioProcess,
     process: anyio.abc.Process | None = None,
+    raw: RawRequests | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -122,6 +126,9 @@ async def open_stdio(
     ``_EXIT_GRACE_S`` to leave, and then its whole group is killed. Raises ``UpstreamUnavailable``
     when the command cannot be started (not found, not executable, bad cwd). ``process``, when
     given, is that command already started by `spawn_stdio` (an early start): it is adopted.
+
+    ``raw`` (optional) is bound to the server's stdin and sees every line from its stdout first:
+    answers to its own requests never reach the session (`checkrein.upstream.raw`).
     """
     if process is None:
         process = await spawn_stdio(command, args, env=env, cwd=cwd)
@@ -150,10 +157,15 @@ async def open_stdio(
                     pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
                     for line in lines:
                         if line.strip():
-                            await read_send.send(_parse(line, process_info))
+                            message = _parse(line, process_info)
+                            if raw is not None and not isinstance(message, Exception) and await raw.take(message):
+                                continue
+                            await read_send.send(_message(message, line, process_info))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             logger.debug("stdout pump of pid %s stopped", process.pid)
         finally:
+            if raw is not None:
+                raw.close()
             try:
                 with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     await process.stdout.aclose()
@@ -187,6 +199,12 @@ async def open_stdio(
             # The server stopped reading (it died): end the session's read side so no request waits.
             await read_send.aclose()
 
+    async def write_line(data: bytes) -> None:
+        assert process.stdin is not None
+        await process.stdin.send(data + b"\n")
+
+    if raw is not None:
+        raw.bind(write_line)
     async with anyio.create_task_group() as tg:
         tg.start_soon(pump_stdout)
         tg.start_soon(pump_stderr)
@@ -205,35 +223,36 @@ async def open_stdio(
             tg.cancel_scope.cancel()
 
 
-def _parse(line: bytes, process_info: StdioProcess) -> SessionMessage | Exception:
-    """One stdout line as a message, or the parse error as a value for the session to surface."""
+def _parse(line: bytes, process_info: StdioProcess) -> Any:
+    """One stdout line as parsed JSON, or the parse error as a value for the session to surface.
+
+    pydantic's parser (the SDK's own) keeps integers past 64 bits exact."""
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return pydantic_core.from_json(line)
     except ValueError as exc:
         if "recursion limit" in str(exc):
             deep = _parse_deep(line)
             if deep is not None:
                 return deep
-        if process_info.bad_output is None:
-            process_info.bad_output = line.decode("utf-8", "replace")[:200]
+        _bad_output(line, process_info)
         return exc
 
 
-def _parse_deep(line: bytes) -> SessionMessage | None:
+def _parse_deep(line: bytes) -> Any:
     """A message nested deeper than the fast parser allows (about 128 levels): parsed by the
     standard library's, so result inspection can judge it; deeper than that too, the request it
     answers gets a parse error instead of waiting for its timeout. ``None``: no request to tell."""
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
+        return json.loads(line)
     except (RecursionError, ValueError):
         request_id = _top_level_id(line)
     if request_id is None:
         return None
-    error = types.ErrorData(
-        code=types.PARSE_ERROR,
-        message="the server's answer nests too deep to be read (JSON recursion limit exceeded)",
-    )
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+    error = {
+        "code": types.PARSE_ERROR,
+        "message": "the server's answer nests too deep to be read (JSON recursion limit exceeded)",
+    }
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 _ID_VALUE = re.compile(rb'\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.){0,200}")\s*[,}]')
@@ -266,6 +285,22 @@ def _top_level_id(line: bytes) -> int | str | None:
             key_next = True
         i += 1
     return None
+
+
+def _message(value: Any, line: bytes, process_info: StdioProcess) -> SessionMessage | Exception:
+    """Parsed JSON as the session's message, or the validation error as a value."""
+    if isinstance(value, Exception):
+        return value
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+    except ValueError as exc:
+        _bad_output(line, process_info)
+        return exc
+
+
+def _bad_output(line: bytes, process_info: StdioProcess) -> None:
+    if process_info.bad_output is None:
+        process_info.bad_output = line.decode("utf-8", "replace")[:200]
 
 
 async def _stop(process: anyio.abc.Process) -> None:

@@ -37,6 +37,7 @@ from checkrein.errors import UpstreamError, UpstreamRequestFailed, UpstreamTimeo
 from checkrein.upstream._stdio import StderrTail, StdioProcess
 from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
+from checkrein.upstream.raw import RawRequests
 from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.spawn import EarlyProcesses
@@ -44,7 +45,7 @@ from checkrein.upstream.transports import all_pages, open_transport
 from checkrein.upstream.wire import describe_error as _describe
 from checkrein.upstream.wire import first_cause as _first_cause
 from checkrein.upstream.wire import session_expired as _session_expired
-from checkrein.upstream.wire import strip_identifying_meta, tool_definition
+from checkrein.upstream.wire import strip_identifying_json_meta, strip_identifying_meta, tool_definition
 
 __all__ = ["LifecycleHook", "McpUpstream"]
 
@@ -268,6 +269,13 @@ class McpUpstream:
         return await self._forward(f"unsubscribe {uri!r}", timeout_s, lambda session: session.unsubscribe_resource(uri))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> types.CallToolResult:
+        result = await self.call_tool_json(name, arguments, timeout_s=timeout_s)
+        return types.CallToolResult.model_validate(result, by_name=False)
+
+    async def call_tool_json(self, name: str, arguments: dict[str, Any], *, timeout_s: float) -> dict[str, Any]:
+        """``tools/call``; the result as the server's JSON (wire names), checked against the
+        ``CallToolResult`` schema, without the ``_meta`` entries that name the server. Raises as
+        ``call_tool`` does."""
         downstream = CURRENT_DOWNSTREAM.get()
         meta = downstream.upstream_meta if downstream is not None else None
         on_progress = downstream.progress if downstream is not None and downstream.progress_token is not None else None
@@ -277,7 +285,7 @@ class McpUpstream:
             lambda session: session.forward_tool_call(name, arguments, meta=meta, on_progress=on_progress),
         )
         self._failures = 0
-        return strip_identifying_meta(result)
+        return strip_identifying_json_meta(result)
 
     async def read_resource(self, uri: str, *, timeout_s: float) -> types.ReadResourceResult:
         result = await self._forward(f"resource {uri!r}", timeout_s, lambda session: session.read_resource(uri))
@@ -455,15 +463,19 @@ class McpUpstream:
     ) -> _Link:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
-        read, write = await stack.enter_async_context(open_transport(self.config, process, self._early))
-        callbacks = SessionCallbacks(self.name, self._relay, self._inflight).kwargs() if self._relay else {}
+        raw = RawRequests() if process is not None else None
+        read, write = await stack.enter_async_context(open_transport(self.config, process, self._early, raw))
+        relayed = SessionCallbacks(self.name, self._relay, self._inflight) if self._relay else None
+        if raw is not None and relayed is not None:
+            raw.on_log = relayed.log_json
         session = UpstreamSession(
             read,
             write,
             message_handler=self._on_message,
             client_info=types.Implementation(name="checkrein", version=checkrein.__version__),
-            **callbacks,
+            **(relayed.kwargs() if relayed is not None else {}),
         )
+        session.raw = raw
         await stack.enter_async_context(session)
         with anyio.fail_after(self._connect_timeout_s):
             await handshake(session, era)

@@ -188,5 +188,8 @@ class SessionCallbacks:
         return types.ListRootsResult.model_validate(result, by_name=False) if isinstance(result, dict) else result
 
     async def _log(self, params: Any) -> None:
-        raw = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        await self.hooks.log(self.server, raw, self.inflight.attribute())
+        await self.log_json(params.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    async def log_json(self, params: dict[str, Any]) -> None:
+        """A ``notifications/message``'s params as JSON (the raw request lane hands them over so)."""
+        await self.hooks.log(self.server, params, self.inflight.attribute())

@@ -22,6 +22,8 @@ from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 
+from checkrein.upstream.raw import RawRequests
+
 from .propagation import OUTBOUND_TRACEPARENT
 
 __all__ = ["Era", "ModernOnlyServer", "UpstreamSession", "handshake"]
@@ -44,6 +46,9 @@ class UpstreamSession(ClientSession):
         could be answered, and nothing was sent, so a fresh connection may carry it."""
         return bool(getattr(self._dispatcher, "_closed", False))
 
+    raw: RawRequests | None = None
+    """The connection's raw request lane (stdio), set by the connection; ``None``: the dispatcher."""
+
     async def forward_tool_call(
         self,
         name: str,
@@ -51,10 +56,11 @@ class UpstreamSession(ClientSession):
         *,
         meta: dict[str, Any] | None = None,
         on_progress: Any = None,
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         """``tools/call`` on the hot path: the same wire message and era stamping as ``call_tool``,
-        without building and dumping a request model and without validating the result twice
-        (measured here: about 100 us of CPU less per call, a fifth of the client side).
+        without building a request model, and the result as the server's JSON (checked against
+        ``CallToolResult``, never built into one). Over stdio the request goes out on the raw lane
+        (`checkrein.upstream.raw`), elsewhere through the SDK's dispatcher.
 
         Raises ``MCPError`` exactly as ``call_tool`` does, ``pydantic.ValidationError`` for a
         malformed result, and ``RuntimeError`` for a result a proxy cannot forward
@@ -72,16 +78,22 @@ class UpstreamSession(ClientSession):
             params["_meta"] = {**params.get("_meta", {}), "traceparent": traceparent}
         data: dict[str, Any] = {"method": "tools/call", "params": params}
         opts: CallOptions = {}
-        if on_progress is not None:
-            # The dispatcher sends its own request id as the progress token and calls this once
-            # per progress notification of that request.
-            opts["on_progress"] = on_progress
         self._stamp(data, opts)
-        raw = await self._dispatcher.send_raw_request("tools/call", data["params"], opts)
+        raw_lane = self.raw
+        if raw_lane is not None and raw_lane.ready:
+            # Headers (the only other thing the stamp sets) mean nothing on a pipe.
+            raw = await raw_lane.request("tools/call", data["params"], on_progress=on_progress)
+        else:
+            if on_progress is not None:
+                # The dispatcher sends its own request id as the progress token and calls this once
+                # per progress notification of that request.
+                opts["on_progress"] = on_progress
+            raw = await self._dispatcher.send_raw_request("tools/call", data["params"], opts)
         kind = raw.get("resultType")
         if kind is not None and kind != "complete":
             raise RuntimeError(f"the upstream answered with a {kind!r} result, which checkrein does not forward")
-        return types.CallToolResult.model_validate(raw, by_name=False)
+        types.CallToolResult.model_validate(raw, by_name=False)  # the check; the JSON is what goes on
+        return raw
 
 
 class ModernOnlyServer(Exception):

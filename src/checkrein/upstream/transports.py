@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from checkrein.config import ServerConfig
 from checkrein.errors import UpstreamError
 from checkrein.upstream._stdio import StdioProcess, open_stdio
+from checkrein.upstream.raw import RawRequests
 from checkrein.upstream.spawn import EarlyProcesses
 
 __all__ = ["all_pages", "open_transport"]
@@ -28,19 +29,30 @@ _CONNECT_TIMEOUT_S = 10.0
 
 
 def open_transport(
-    config: ServerConfig, process: StdioProcess | None, early: EarlyProcesses | None = None
+    config: ServerConfig,
+    process: StdioProcess | None,
+    early: EarlyProcesses | None = None,
+    raw: RawRequests | None = None,
 ) -> AbstractAsyncContextManager[TransportStreams]:
     """The transport context for ``config`` (its ``${VAR}`` references resolved at load).
 
     ``process`` (stdio only) collects what the child does; ``early`` may hold the child already
-    started (`checkrein serve` starts servers before its heavy imports). Raises ``UpstreamUnavailable`` when a
-    stdio command cannot be started.
+    started (`checkrein serve` starts servers before its heavy imports); ``raw`` (stdio only) is
+    bound to the connection as its raw request lane. Raises ``UpstreamUnavailable`` when a stdio
+    command cannot be started.
     """
     if config.transport == "stdio":
         if process is None or config.command is None:
             raise ValueError("a stdio transport needs a command and a StdioProcess to fill in")
-        return open_stdio(config.command, list(config.args), env=dict(config.env), cwd=config.cwd, process_info=process,
-                          process=early.take(config) if early is not None else None)
+        return open_stdio(
+            config.command,
+            list(config.args),
+            env=dict(config.env),
+            cwd=config.cwd,
+            process_info=process,
+            process=early.take(config) if early is not None else None,
+            raw=raw,
+        )
     if config.url is None:
         raise ValueError(f"a {config.transport} transport needs a url")
     headers = dict(config.headers)

@@ -23,6 +23,7 @@ __all__ = [
     "describe_error",
     "first_cause",
     "session_expired",
+    "strip_identifying_json_meta",
     "strip_identifying_meta",
     "tool_definition",
 ]
@@ -96,6 +97,32 @@ def strip_identifying_meta(result: _R) -> _R:
     if not update:
         return result
     return result.model_copy(update=update)
+
+
+def strip_identifying_json_meta(result: dict[str, Any]) -> dict[str, Any]:
+    """`strip_identifying_meta` for a result as JSON (wire names): the same keys removed, at the top
+    level and on each item of ``content``/``contents``/``messages``. Never mutates ``result``."""
+    out = result
+    if _needs_cleaning(result.get("_meta")):
+        out = {k: v for k, v in result.items() if k != "_meta"}
+        if (kept := _clean(result["_meta"])) is not None:
+            out["_meta"] = kept
+    for list_field in ("content", "contents", "messages"):
+        items = result.get(list_field)
+        if not isinstance(items, list) or not any(isinstance(i, dict) and _needs_cleaning(i.get("_meta")) for i in items):
+            continue
+        if out is result:
+            out = dict(result)
+        out[list_field] = [_without_identifying_meta(i) if isinstance(i, dict) else i for i in items]
+    return out
+
+
+def _without_identifying_meta(item: dict[str, Any]) -> dict[str, Any]:
+    if not _needs_cleaning(item.get("_meta")):
+        return item
+    kept = _clean(item["_meta"])
+    rest = {k: v for k, v in item.items() if k != "_meta"}
+    return {**rest, "_meta": kept} if kept is not None else rest
 
 
 def session_expired(exc: MCPError) -> bool:

@@ -1,0 +1,147 @@
+"""The raw request lane of a stdio connection (`checkrein.upstream.raw`), against a scripted peer:
+answers, errors, malformed answers, progress, cancellation and the connection ending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+
+from checkrein.upstream.raw import RawRequests, dumps
+
+pytestmark = pytest.mark.anyio
+
+
+class Peer:
+    """What the lane wrote, parsed; ``written`` is set on each write."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.written = anyio.Event()
+
+    async def write(self, data: bytes) -> None:
+        self.lines.append(orjson.loads(data))
+        self.written.set()
+
+    async def next_request(self) -> dict[str, Any]:
+        while not any("id" in m and "method" in m for m in self.lines):
+            self.written = anyio.Event()
+            await self.written.wait()
+        return next(m for m in self.lines if "id" in m and "method" in m)
+
+
+def lane() -> tuple[RawRequests, Peer]:
+    raw, peer = RawRequests(), Peer()
+    raw.bind(peer.write)
+    return raw, peer
+
+
+async def test_an_answer_reaches_its_request_and_nothing_else_is_taken() -> None:
+    """The result comes back as parsed JSON; a message for another id is left to the session."""
+    raw, peer = lane()
+    got: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _collect(raw, got, {"name": "echo"}))
+            sent = await peer.next_request()
+            assert sent["method"] == "tools/call" and sent["id"] >= 1 << 40
+            assert not await raw.take({"jsonrpc": "2.0", "id": 3, "result": {}}), "the SDK's own ids stay the SDK's"
+            assert await raw.take({"jsonrpc": "2.0", "id": sent["id"], "result": {"content": []}})
+    assert got == [{"content": []}] and raw.sent == 1
+
+
+async def _collect(raw: RawRequests, into: list[dict[str, Any]], params: dict[str, Any], **kw: Any) -> None:
+    into.append(await raw.request("tools/call", params, **kw))
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        ({"error": {"code": -32602, "message": "bad"}}, -32602),
+        ({"result": "not an object"}, -32603),
+        ({"error": {"code": "x"}}, -32603),
+    ],
+)
+async def test_errors_and_malformed_answers_raise_mcp_errors(answer: dict[str, Any], code: int) -> None:
+    """The server's error keeps its code; an answer that is neither a result object nor an error is
+    a -32603, never a hang."""
+    raw, peer = lane()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            failed: list[MCPError] = []
+
+            async def call() -> None:
+                try:
+                    await raw.request("tools/call", {"name": "x"})
+                except MCPError as exc:
+                    failed.append(exc)
+
+            tg.start_soon(call)
+            sent = await peer.next_request()
+            assert await raw.take({"jsonrpc": "2.0", "id": sent["id"], **answer})
+    assert [e.error.code for e in failed] == [code]
+
+
+async def test_progress_goes_to_the_callback_with_the_requests_own_token() -> None:
+    """With a callback the request id is the progress token; malformed progress is dropped."""
+    raw, peer = lane()
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        seen.append((p, total, message))
+
+    got: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _collect(raw, got, {"name": "x", "_meta": {"k": 1}}, on_progress=on_progress))
+            sent = await peer.next_request()
+            token = sent["params"]["_meta"]["progressToken"]
+            assert token == sent["id"] and sent["params"]["_meta"]["k"] == 1
+            note = {"jsonrpc": "2.0", "method": "notifications/progress"}
+            assert await raw.take({**note, "params": {"progressToken": token, "progress": 1, "total": 2, "message": "m"}})
+            assert await raw.take({**note, "params": {"progressToken": token, "progress": "junk"}})
+            assert not await raw.take({**note, "params": {"progressToken": "other", "progress": 1}})
+            assert await raw.take({"jsonrpc": "2.0", "id": token, "result": {}})
+    assert seen == [(1.0, 2.0, "m")]
+
+
+async def test_a_cancelled_request_tells_the_server() -> None:
+    """A caller that gives up is followed by ``notifications/cancelled`` for that id."""
+    raw, peer = lane()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _collect(raw, [], {"name": "slow"}))
+            sent = await peer.next_request()
+            tg.cancel_scope.cancel()
+    cancels = [m for m in peer.lines if m.get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [sent["id"]]
+    assert not await raw.take({"jsonrpc": "2.0", "id": sent["id"], "result": {}}), "nobody waits for it now"
+
+
+async def test_the_connection_ending_fails_waiting_requests_and_later_ones() -> None:
+    """Waiting requests fail with CONNECTION_CLOSED when the connection ends; so do new ones."""
+    raw, peer = lane()
+    failed: list[int] = []
+
+    async def call() -> None:
+        try:
+            await raw.request("tools/call", {"name": "x"})
+        except MCPError as exc:
+            failed.append(exc.error.code)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await peer.next_request()
+            raw.close()
+        await call()
+    assert failed == [CONNECTION_CLOSED, CONNECTION_CLOSED] and not raw.ready
+
+
+def test_dumps_keeps_integers_past_64_bits() -> None:
+    """orjson refuses big integers; the fallback writes them exactly."""
+    assert dumps({"n": 2**70, "s": "ü"}) == b'{"n":1180591620717411303424,"s":"\xc3\xbc"}'
