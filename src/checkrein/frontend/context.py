@@ -107,20 +107,48 @@ class CallFactory:
         name: str,
         arguments: dict[str, Any],
     ) -> ToolCall:
-        trace = None
-        task: str | None = None
         meta = ctx.meta
-        if meta is not None:
-            raw = meta.get("traceparent")
-            trace = parse_traceparent(raw if isinstance(raw, str) else None)
-            sent = meta.get(TASK_META_KEY)
-            task = sent[:_MAX_TASK_CHARS] if isinstance(sent, str) and sent.strip() else None
+        trace = _trace(meta)
         if trace is None:
             headers = _headers(ctx)
             trace = parse_traceparent(headers.get("traceparent") if headers is not None else None)
-        trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
         identity = self.identity(ctx)
         session_id, given = self._session(ctx, identity)
+        return self._call(identity, session_id, given, trace, kind, name, arguments, meta)
+
+    def make_raw(
+        self,
+        *,
+        kind: RequestKind,
+        name: str,
+        arguments: dict[str, Any],
+        meta: Mapping[str, Any] | None,
+        client_name: str | None,
+    ) -> ToolCall:
+        """`make` for a stdio request read as plain JSON (the lean lane): ``meta`` is its raw
+        ``_meta``, ``client_name`` the ``clientInfo.name`` of the handshake."""
+        base = self.stdio_identity
+        identity = base if client_name is None or base.client is not None else Identity(
+            base.user, base.roles, base.source, client_name, base.authenticated
+        )
+        return self._call(identity, self.stdio_session, True, _trace(meta), kind, name, arguments, meta)
+
+    @staticmethod
+    def _call(
+        identity: Identity,
+        session_id: str,
+        given: bool,
+        trace: tuple[str, str] | None,
+        kind: RequestKind,
+        name: str,
+        arguments: dict[str, Any],
+        meta: Mapping[str, Any] | None,
+    ) -> ToolCall:
+        task: str | None = None
+        if meta is not None:
+            sent = meta.get(TASK_META_KEY)
+            task = sent[:_MAX_TASK_CHARS] if isinstance(sent, str) and sent.strip() else None
+        trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
         return ToolCall(
             identity=identity,
             session_id=session_id,
@@ -133,6 +161,11 @@ class CallFactory:
             session_given=given,
             task=task,
         )
+
+
+def _trace(meta: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    raw = meta.get("traceparent") if meta is not None else None
+    return parse_traceparent(raw if isinstance(raw, str) else None)
 
 
 def _headers(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, str] | None:

@@ -1,35 +1,29 @@
 """`checkrein serve` over stdio: protocol messages only on stdout, logs on stderr.
 
-The SDK's stdio transport turns an unparsable line into an exception on the read stream, and the
-server then drops it silently. A client that sent garbage deserves an answer, so the read stream
-is wrapped: each such exception is answered with a JSON-RPC error (``-32700`` parse error, or
-``-32600`` invalid request with the request's id when it can be read) and never reaches the server.
+The wire is checkrein's own (`stdio_wire`: asyncio pipes, no worker threads). Each line is parsed
+once (pydantic's JSON parser, as fast as ``orjson`` and exact for big integers); what the SDK's low-level `Server` serves (initialization in both protocol
+eras, listings, the rare requests) reaches it as a validated message over an in-memory stream,
+and its answers are written back line by line.
 
-stdin is read by `CancellableStdin` rather than by the SDK's reader, whose blocking worker thread
-kept a cancelled gateway (Ctrl-C in a terminal) waiting for Enter or Ctrl-D.
+A client that sent garbage deserves an answer: a line that is not JSON gets ``-32700`` (parse
+error, id ``null``), JSON that is not a JSON-RPC 2.0 message gets ``-32600`` (invalid request,
+with the request's id when it can be read), a line over the size limit gets ``-32600`` too; none
+of them reaches the server, and the gateway keeps serving.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import select
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
-if sys.platform != "win32":
-    import fcntl
-
 import anyio
-import anyio.to_thread
+import anyio.abc
 import mcp.types as types
-from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
+import orjson
+import pydantic_core
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -37,66 +31,73 @@ from checkrein.gate.pipeline import Gate
 
 from .context import CallFactory
 from .server import GatewayServer
+from .stdio_lean import LeanLane
+from .stdio_wire import LineTooLong, StdioWire, open_stdio_wire
 
-__all__ = ["AnswerMalformed", "CancellableStdin", "error_for", "serve_stdio"]
+__all__ = ["Malformed", "decode_line", "serve_stdio"]
 
 log = logging.getLogger("checkrein.frontend")
 
 
-def error_for(exc: Exception) -> types.JSONRPCError:
-    """The JSON-RPC error answering an inbound line that did not parse as a JSON-RPC message."""
-    if isinstance(exc, ValidationError):
-        errors = exc.errors()
-        if errors and errors[0].get("type") == "json_invalid":
-            return types.JSONRPCError(
-                jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not JSON")
-            )
-        # Errors carry only the failing part; a "missing field" one carries the whole object.
-        rid = next((e["input"].get("id") for e in errors if isinstance(e.get("input"), dict)), None)
-        ok_id = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
-        return types.JSONRPCError(
-            jsonrpc="2.0",
-            id=ok_id,
-            error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message"),
-        )
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {type(exc).__name__}")
-    )
+class Malformed(Exception):
+    """An inbound line that is not a JSON-RPC message; ``answer`` is the error to send back."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__(answer["error"]["message"])
+        self.answer = answer
 
 
-class AnswerMalformed:
-    """A `ReadStream` over ``inner`` that answers malformed inbound lines on ``write`` itself."""
+def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
-    def __init__(self, inner: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]) -> None:
-        self._inner = inner
-        self._write = write
-        self.malformed = 0
 
-    @property
-    def last_context(self) -> Any:
-        # The SDK reads the sender's contextvars from the stream it was given; pass them through.
-        return getattr(self._inner, "last_context", None)
+def _request_id(value: Any) -> str | int | None:
+    rid = value.get("id") if isinstance(value, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            self.malformed += 1
-            log.warning("malformed message from the client: %s", str(item).splitlines()[0] if str(item) else item)
-            await self._write.send(SessionMessage(error_for(item)))
 
-    def __aiter__(self) -> Self:
-        return self
+def decode_line(line: bytes | LineTooLong) -> Any:
+    """The JSON value of one inbound line. Raises `Malformed` for a line that is not JSON (or too long)."""
+    if isinstance(line, LineTooLong):
+        raise Malformed(_error(None, types.INVALID_REQUEST, f"Invalid Request: a {line.size}-byte message is over the limit"))
+    try:
+        # pydantic's parser (the SDK's own): as fast as orjson here, and exact for integers past
+        # 64 bits, which orjson would silently turn into floats.
+        return pydantic_core.from_json(line)
+    except ValueError:
+        pass
+    try:
+        # Invalid UTF-8 is replaced, as the SDK's own stdio transport did.
+        return pydantic_core.from_json(line.decode("utf-8", "replace"))
+    except ValueError:
+        raise Malformed(_error(None, types.PARSE_ERROR, "Parse error: not JSON")) from None
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
+
+def validate_message(value: Any) -> types.JSONRPCMessage:
+    """``value`` as the SDK's JSON-RPC message model. Raises `Malformed` (-32600, with the id when readable)."""
+    try:
+        return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError:
+        raise Malformed(
+            _error(_request_id(value), types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+        ) from None
+
+
+class SdkWriter:
+    """The SDK server's write stream: each message it sends becomes one line on the wire
+    (``observe`` sees it first)."""
+
+    def __init__(self, wire: StdioWire, observe: Callable[[types.JSONRPCMessage], None] | None = None) -> None:
+        self._wire = wire
+        self._observe = observe
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._observe is not None:
+            self._observe(item.message)
+        await self._wire.write_line(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8"))
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        return None  # the wire outlives the SDK's loop: it is closed by `serve_stdio`
 
     async def __aenter__(self) -> Self:
         return self
@@ -104,83 +105,74 @@ class AnswerMalformed:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> bool | None:
-        await self.aclose()
         return None
 
 
-class CancellableStdin(anyio.AsyncFile[str]):
-    """The client's stdin as the SDK's stdio transport reads it, except that a cancelled read
-    returns at once.
+class StdioFrontend:
+    """One client on the wire: reads its lines, serves plain tools/calls in the lean lane
+    (`stdio_lean`, unless ``lean`` is off) and hands every other message to the SDK server."""
 
-    The SDK reads stdin with a blocking ``readline`` in a worker thread that cannot be cancelled,
-    so Ctrl-C on a gateway served in a terminal left it waiting for Enter or Ctrl-D
-    (modelcontextprotocol/python-sdk#3551). Here the worker waits for data with ``select`` in
-    slices of ``slice_s`` and checks a stop flag between them: a cancelled read ends within one
-    slice, and no thread is left blocked on the descriptor.
-    """
+    def __init__(self, front: GatewayServer, wire: StdioWire, *, lean: bool = True) -> None:
+        self.front = front
+        self.wire = wire
+        self.lane = LeanLane(front, front.calls, wire.write_line) if lean else None
+        self.malformed = 0
+        """Lines answered with a JSON-RPC error because they were not JSON-RPC messages."""
 
-    def __init__(self, fd: int, *, slice_s: float = 0.1) -> None:
-        super().__init__(io.StringIO())  # only `readline` (below) is used, by `async for`
-        self._fd = fd
-        self._slice_s = slice_s
-        self._buffer = b""
-        self._eof = False
-        self._stop = threading.Event()
+    async def serve(self) -> None:
+        """Serve until the client closes our stdin (or stops reading our stdout)."""
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        writer = SdkWriter(self.wire, self.lane.outbound if self.lane is not None else None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, send, tg)
+            tg.start_soon(self._end_when_stdout_closes, tg.cancel_scope)
+            await self.front.server.run(receive, writer, self.front.initialization_options())
+            tg.cancel_scope.cancel()
 
-    def _chunk(self) -> bytes:
-        while not self._stop.is_set():
-            ready, _, _ = select.select([self._fd], [], [], self._slice_s)
-            if ready:
-                return os.read(self._fd, 65536)
-        return b""
+    async def _end_when_stdout_closes(self, scope: anyio.CancelScope) -> None:
+        await self.wire.wait_closed()
+        scope.cancel()
 
-    async def readline(self) -> str:
-        while b"\n" not in self._buffer and not self._eof:
-            try:
-                chunk = await anyio.to_thread.run_sync(self._chunk, abandon_on_cancel=True)
-            except anyio.get_cancelled_exc_class():
-                self._stop.set()
-                raise
-            self._eof = not chunk
-            self._buffer += chunk
-        line, sep, rest = self._buffer.partition(b"\n")
-        self._buffer = rest
-        return (line + sep).decode("utf-8", errors="replace")
+    async def _read(self, send: anyio.abc.ObjectSendStream[SessionMessage | Exception], tg: anyio.abc.TaskGroup) -> None:
+        lane = self.lane
+        async with send:
+            while (line := await self.wire.next_line()) is not None:
+                try:
+                    value = decode_line(line)
+                    if lane is not None and type(value) is dict:
+                        if lane.answer(value) or lane.cancelled(value):
+                            continue
+                        if lane.takes(value):
+                            lane.start(value, tg)
+                            continue
+                    message = validate_message(value)
+                except Malformed as exc:
+                    await self._answer_malformed(exc)
+                    continue
+                if lane is not None:
+                    lane.inbound(value)
+                await send.send(SessionMessage(message))
+            if lane is not None:
+                # End of input: what the lane accepted is still answered before the SDK stops.
+                await lane.wait_idle()
 
-
-@contextmanager
-def _claim_stdin() -> Iterator[anyio.AsyncFile[str] | None]:
-    """Serve the wire from a private copy of fd 0 read by `CancellableStdin`, with fd 0 itself
-    pointing at the null device meanwhile (as the SDK does: nothing else may read the client's
-    messages); ``None`` where that cannot be done (no fd-backed stdin, Windows): then the SDK's
-    own reader is used."""
-    try:
-        if sys.platform == "win32" or sys.stdin is None or sys.stdin.fileno() != 0:
-            yield None
-            return
-        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    except (OSError, ValueError, io.UnsupportedOperation):
-        yield None
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    try:
-        yield CancellableStdin(private)
-    finally:
-        os.dup2(private, 0)
-        # `private` stays open: a reader thread may still be in select() on it for one slice.
+    async def _answer_malformed(self, exc: Malformed) -> None:
+        self.malformed += 1
+        log.warning("malformed message from the client: %s", exc)
+        await self.wire.write_line(orjson.dumps(exc.answer))
 
 
-async def serve_stdio(gate: Gate) -> None:
-    """Serve ``gate`` (already started) on this process's stdin/stdout until the client closes it
-    or the task is cancelled (which returns at once, even while waiting for the client)."""
+async def serve_stdio(
+    gate: Gate, *, read_fd: int | None = None, write_fd: int | None = None, lean: bool | None = None
+) -> None:
+    """Serve ``gate`` (already started) on this process's stdin/stdout (or the given descriptors)
+    until the client closes it. ``lean`` (default: on unless ``CHECKREIN_FAST_PATH=off``) serves
+    plain tools/calls in the lean lane."""
+    if lean is None:
+        lean = os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off"
     front = GatewayServer(gate, CallFactory.for_stdio())
     try:
-        with _claim_stdin() as stdin:
-            async with stdio_server(stdin=stdin) as (read, write):
-                await front.server.run(AnswerMalformed(read, write), write, front.initialization_options())
+        async with open_stdio_wire(read_fd, write_fd) as wire:
+            await StdioFrontend(front, wire, lean=lean).serve()
     finally:
         front.close()
