@@ -1,41 +1,60 @@
-"""Gateway overhead: the echo tool called directly over stdio vs through checkrein (stdio -> stdio).
+"""Gateway overhead: the echo tool called directly vs through checkrein, over stdio and over HTTP.
 
-    .venv/bin/python benchmarks/overhead.py [--calls 400] [--rounds 5] [--concurrency 16]
+    .venv/bin/python benchmarks/overhead.py [--transport stdio|http|both] [--calls 400] [--rounds 5]
+        [--concurrency 16] [--only NAME,...] [--baseline-src DIR] [--json FILE]
 
-Targets: ``direct``; ``checkrein`` (default analyzers on); ``checkrein-noscan`` (argument analyzers
-off, to separate their cost); ``checkrein-base`` with ``--baseline-src DIR`` (the same gateway run
-from another source tree, e.g. main before a change); ``minimal-proxy``; ``fastmcp-proxy`` when available. Each round runs, in alternating order, every target sequentially (one call at a time) and with
-``--concurrency`` calls in flight, so drift in machine load hits all targets alike. Every target is
-one long-lived session opened before the first round (no per-call setup is measured). Prints p50 /
-p99 latency, calls/s and the ratios to the direct baseline. A minimal low-level SDK proxy (one
-``Server`` forwarding to one ``ClientSession``, no checks at all) is the floor to compare with; a
-FastMCP proxy is added as the peer baseline when ``fastmcp`` is importable
-(``pip install 'checkrein[bench]'``), else skipped with a message.
+Targets (stdio: the client talks to the target over stdio, the target to the echo server over stdio;
+http: both hops are Streamable HTTP on 127.0.0.1):
+
+    direct            the echo server itself
+    minimal-proxy     one low-level SDK ``Server`` forwarding to one ``ClientSession``, no checks
+                      (the floor any SDK-based proxy pays)
+    checkrein         ``checkrein serve``, default argument analyzers on, no audit dir
+    checkrein-audit   the same with an audit dir (chained JSONL + SQLite index, batch durability)
+    checkrein-sdk     checkrein with its fast path off (``CHECKREIN_FAST_PATH=off``): every message
+                      through the SDK's server, as before the fast path
+    checkrein-noscan  argument analyzers off (separates their cost)
+    checkrein-base    with ``--baseline-src DIR``: the gateway from another source tree (e.g. main
+                      before a change), same run
+    fastmcp-proxy     the FastMCP 4.x proxy (stdio only), when ``fastmcp`` is installed
+
+Each target is one long-lived session opened before the first round. Each round runs, in
+alternating order, every target sequentially (one call at a time) and then with ``--concurrency``
+calls in flight, so drift in machine load hits all targets alike. Printed per target: p50/p99
+latency and calls/s in both modes, the ratios to ``direct`` of the same run, and the CPU time the
+target's own process (the proxy, not its echo server; for ``direct`` the echo server) spent per
+call, read from ``/proc`` around each mode's calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 ECHO = [sys.executable, "-m", "checkrein.testing.echo_server"]
+TICKS = os.sysconf("SC_CLK_TCK")
 
 MINIMAL_PROXY = """
 import sys, anyio
-import mcp.types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.lowlevel import Server
@@ -65,6 +84,46 @@ async def main():
 anyio.run(main)
 """
 
+MINIMAL_HTTP_PROXY = """
+import sys, contextlib, httpx2, uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel import Server
+
+UPSTREAM, PORT = sys.argv[1], int(sys.argv[2])
+
+class Session(ClientSession):
+    async def validate_tool_result(self, name, result):
+        return None
+
+state = {}
+
+async def list_tools(ctx, params):
+    return state["listed"]
+
+async def call_tool(ctx, params):
+    return await state["up"].call_tool(params.name, params.arguments or {})
+
+server = Server("minimal-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+server.middleware = []
+inner = server.streamable_http_app(host="127.0.0.1")
+session_manager_lifespan = inner.router.lifespan_context
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    async with contextlib.AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60))
+        r, w = await stack.enter_async_context(streamable_http_client(UPSTREAM, http_client=http))
+        up = await stack.enter_async_context(Session(r, w))
+        await up.initialize()
+        state["up"], state["listed"] = up, await up.list_tools()
+        async with session_manager_lifespan(app):
+            yield
+
+inner.router.lifespan_context = lifespan
+uvicorn.run(inner, host="127.0.0.1", port=PORT, log_level="warning")
+"""
+
 FASTMCP_PROXY = """
 import sys
 from fastmcp.client.transports import StdioTransport
@@ -75,23 +134,82 @@ proxy.run(show_banner=False)
 
 
 @dataclass
+class Mode:
+    latencies: list[float] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    calls: int = 0
+
+
+@dataclass
 class Target:
     name: str
-    params: StdioServerParameters
     tool: str
+    open: Callable[[], Any]
+    """An async context manager yielding a ready `ClientSession`."""
+    cpu_pid: Callable[[], int | None]
     session: ClientSession | None = None
-    seq: list[float] = field(default_factory=list)
-    conc: list[float] = field(default_factory=list)
-    seq_rate: list[float] = field(default_factory=list)
-    conc_rate: list[float] = field(default_factory=list)
+    seq: Mode = field(default_factory=Mode)
+    conc: Mode = field(default_factory=Mode)
 
 
-@asynccontextmanager
-async def opened(target: Target) -> AsyncIterator[ClientSession]:
-    async with stdio_client(target.params) as (read, write):
-        async with ClientSession(read, write) as session:
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of ``pid`` itself (not its children), from /proc."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def child_pid(argv: list[str]) -> Callable[[], int | None]:
+    """Finds our child process running exactly ``argv`` (the SDK's stdio client does not say)."""
+    me, found = os.getpid(), None
+    wanted = "\0".join(argv)
+
+    def lookup() -> int | None:
+        nonlocal found
+        if found is not None:
+            return found
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (entry / "cmdline").read_bytes().decode(errors="replace").rstrip("\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me and cmd == wanted:
+                found = int(entry.name)
+                return found
+        return None
+
+    return lookup
+
+
+def stdio_target(name: str, tool: str, argv: list[str], env: dict[str, str]) -> Target:
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+
+    @asynccontextmanager
+    async def open_() -> AsyncIterator[ClientSession]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
+
+    return Target(name, tool, open_, child_pid(argv))
+
+
+def http_target(name: str, tool: str, url: str, proc: subprocess.Popen[bytes]) -> Target:
+    @asynccontextmanager
+    async def open_() -> AsyncIterator[ClientSession]:
+        async with httpx2.AsyncClient(timeout=60, trust_env=False) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+    return Target(name, tool, open_, lambda: proc.pid)
 
 
 async def one_call(target: Target, out: list[float]) -> None:
@@ -104,126 +222,213 @@ async def one_call(target: Target, out: list[float]) -> None:
         raise SystemExit(f"{target.name}: the call failed: {block.text if isinstance(block, types.TextContent) else block}")
 
 
-async def sequential(target: Target, calls: int) -> None:
-    start = time.perf_counter()
-    for _ in range(calls):
-        await one_call(target, target.seq)
-    target.seq_rate.append(calls / (time.perf_counter() - start))
-
-
-async def concurrent(target: Target, calls: int, in_flight: int) -> None:
+async def measure(target: Target, mode: Mode, calls: int, in_flight: int) -> None:
     per_worker = calls // in_flight
 
     async def worker() -> None:
         for _ in range(per_worker):
-            await one_call(target, target.conc)
+            await one_call(target, mode.latencies)
 
-    start = time.perf_counter()
+    pid = target.cpu_pid()
+    cpu0, start = cpu_seconds(pid), time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(in_flight):
             tg.start_soon(worker)
-    target.conc_rate.append(per_worker * in_flight / (time.perf_counter() - start))
+    mode.rates.append(per_worker * in_flight / (time.perf_counter() - start))
+    mode.cpu_s += cpu_seconds(pid) - cpu0
+    mode.calls += per_worker * in_flight
 
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def gateway_config(directory: Path, *, analyzers: bool = True) -> Path:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def gateway_config(directory: Path, upstream: dict[str, Any], *, analyzers: bool = True, audit: bool = False) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "checkrein.toml"
-    off = "" if analyzers else '\nanalyzers = { paths = "off", urls = "off", shell = "off", sql = "off", secrets = "off" }'
-    args = ", ".join(f'"{a}"' for a in ECHO[1:])
+    server = "\n".join(f"{k} = {json.dumps(v)}" for k, v in upstream.items())
+    off = '\nanalyzers = { paths = "off", urls = "off", shell = "off", sql = "off", secrets = "off" }'
+    # Audit is on by default: without an audit dir, turn it off (the gateway's own overhead).
+    audit_section = f'\n[audit]\ndir = "{directory / "audit"}"\n' if audit else "\n[audit]\nenabled = false\n"
     path.write_text(
-        f"""[gateway]
-name = "bench"
-
-[[servers]]
-name = "echo"
-command = "{ECHO[0]}"
-args = [{args}]
-
-[policy]
-allow = ["echo__echo"]{off}
-
-[audit]
-enabled = false   # the gateway's own overhead; benchmarks/audit.py measures the audit
-""",
+        f'[gateway]\nname = "bench"\n\n[[servers]]\nname = "echo"\n{server}\n\n'
+        f'[policy]\nallow = ["echo__echo"]{"" if analyzers else off}\n{audit_section}',
         encoding="utf-8",
     )
     return path
 
 
-async def main(args: argparse.Namespace) -> None:
-    env = dict(os.environ)
-    directory = Path(tempfile.mkdtemp(prefix="checkrein-bench-"))
-    config = gateway_config(directory / "scan")
-    config_noscan = gateway_config(directory / "noscan", analyzers=False)
-    targets = [
-        Target("direct", StdioServerParameters(command=ECHO[0], args=ECHO[1:], env=env), "echo"),
-        Target(
-            "checkrein",
-            StdioServerParameters(command=sys.executable, args=["-m", "checkrein", "serve", "--config", str(config)], env=env),
-            "echo__echo",
-        ),
-        Target(
-            "checkrein-noscan",
-            StdioServerParameters(
-                command=sys.executable, args=["-m", "checkrein", "serve", "--config", str(config_noscan)], env=env
-            ),
-            "echo__echo",
-        ),
-    ]
+GATEWAYS: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+    ("checkrein", {}, {}),
+    ("checkrein-audit", {"audit": True}, {}),
+    ("checkrein-sdk", {}, {"CHECKREIN_FAST_PATH": "off"}),
+    ("checkrein-noscan", {"analyzers": False}, {}),
+]
+
+
+def stdio_targets(directory: Path, env: dict[str, str], args: argparse.Namespace) -> list[Target]:
+    upstream = {"command": ECHO[0], "args": ECHO[1:]}
+    targets = [stdio_target("direct", "echo", ECHO, env)]
+    targets.append(stdio_target("minimal-proxy", "echo", [sys.executable, "-c", MINIMAL_PROXY], env))
+    for name, options, extra in GATEWAYS:
+        config = gateway_config(directory / "stdio" / name, upstream, **options)
+        targets.append(stdio_target(name, "echo__echo", [sys.executable, "-m", "checkrein", "serve", "--config", str(config)], {**env, **extra}))
     if args.baseline_src:
-        # The same gateway from another source tree (e.g. main before a change), same run.
+        config = gateway_config(directory / "stdio" / "base", upstream)
         base_env = {**env, "PYTHONPATH": os.path.abspath(args.baseline_src)}
-        serve = ["-m", "checkrein", "serve", "--config", str(config)]
-        targets.append(Target("checkrein-base", StdioServerParameters(command=sys.executable, args=serve, env=base_env), "echo__echo"))
-    targets.append(
-        Target("minimal-proxy", StdioServerParameters(command=sys.executable, args=["-c", MINIMAL_PROXY], env=env), "echo")
-    )
+        argv = [sys.executable, "-m", "checkrein", "serve", "--config", str(config)]
+        targets.append(stdio_target("checkrein-base", "echo__echo", argv, base_env))
     try:
         import fastmcp  # noqa: F401
 
-        targets.append(Target("fastmcp-proxy", StdioServerParameters(command=sys.executable, args=["-c", FASTMCP_PROXY], env=env), "echo"))
+        targets.append(stdio_target("fastmcp-proxy", "echo", [sys.executable, "-c", FASTMCP_PROXY], env))
     except ImportError:
         print("fastmcp is not installed: skipping the FastMCP proxy baseline (pip install 'checkrein[bench]')")
+    return targets
 
+
+def spawn(argv: list[str], env: dict[str, str], procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    procs.append(proc)
+    return proc
+
+
+async def wait_port(port: int, deadline_s: float = 120.0) -> None:
+    """Until something accepts on ``port`` (the servers here bind once they are ready to serve)."""
+    with anyio.fail_after(deadline_s):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.2)
+                continue
+            await stream.aclose()
+            return
+
+
+async def http_targets(
+    directory: Path, env: dict[str, str], args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]
+) -> list[Target]:
+    echo_port = free_port()
+    echo_url = f"http://127.0.0.1:{echo_port}/mcp"
+    echo = spawn([*ECHO, "--http", "--port", str(echo_port)], env, procs)
+    await wait_port(echo_port)
+    targets = [http_target("direct", "echo", echo_url, echo)]
+    ports = []
+    port = free_port()
+    minimal = spawn([sys.executable, "-c", MINIMAL_HTTP_PROXY, echo_url, str(port)], env, procs)
+    targets.append(http_target("minimal-proxy", "echo", f"http://127.0.0.1:{port}/mcp", minimal))
+    ports.append(port)
+    upstream = {"transport": "http", "url": echo_url}
+    gateways = list(GATEWAYS)
+    if args.baseline_src:
+        gateways.append(("checkrein-base", {}, {"PYTHONPATH": os.path.abspath(args.baseline_src)}))
+    for name, options, extra in gateways:
+        config = gateway_config(directory / "http" / name, upstream, **options)
+        port = free_port()
+        argv = [sys.executable, "-m", "checkrein", "serve", "--config", str(config), "--transport", "http", "--port", str(port)]
+        proc = spawn(argv, {**env, **extra}, procs)
+        targets.append(http_target(name, "echo__echo", f"http://127.0.0.1:{port}/mcp", proc))
+        ports.append(port)
+    for port in ports:
+        await wait_port(port)
+    return targets
+
+
+def report(transport: str, targets: list[Target], args: argparse.Namespace) -> list[dict[str, Any]]:
+    base = targets[0]
+    rows: list[dict[str, Any]] = []
+    print(f"\n{transport}: {args.rounds} rounds x {args.calls} calls, echo tool; concurrency {args.concurrency}")
+    print(
+        f"{'target':<16} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'CPU us':>7} {'conc p50':>9} {'conc p99':>9} "
+        f"{'conc/s':>7} {'CPU us':>7}  vs direct: p50 seq, calls/s seq, calls/s conc"
+    )
+    for t in targets:
+        seq_rate, conc_rate = statistics.median(t.seq.rates), statistics.median(t.conc.rates)
+        seq_cpu = t.seq.cpu_s / max(1, t.seq.calls) * 1e6
+        conc_cpu = t.conc.cpu_s / max(1, t.conc.calls) * 1e6
+        row = {
+            "transport": transport,
+            "target": t.name,
+            "seq_p50_ms": pct(t.seq.latencies, 0.5),
+            "seq_p99_ms": pct(t.seq.latencies, 0.99),
+            "seq_calls_s": seq_rate,
+            "seq_cpu_us": seq_cpu,
+            "conc_p50_ms": pct(t.conc.latencies, 0.5),
+            "conc_p99_ms": pct(t.conc.latencies, 0.99),
+            "conc_calls_s": conc_rate,
+            "conc_cpu_us": conc_cpu,
+            "added_p50_ms": pct(t.seq.latencies, 0.5) - pct(base.seq.latencies, 0.5),
+            "seq_ratio": seq_rate / statistics.median(base.seq.rates),
+            "conc_ratio": conc_rate / statistics.median(base.conc.rates),
+        }
+        rows.append(row)
+        print(
+            f"{t.name:<16} {row['seq_p50_ms']:8.2f} {row['seq_p99_ms']:8.2f} {seq_rate:7.0f} {seq_cpu:7.0f} "
+            f"{row['conc_p50_ms']:9.2f} {row['conc_p99_ms']:9.2f} {conc_rate:7.0f} {conc_cpu:7.0f}  "
+            f"{row['seq_p50_ms'] / pct(base.seq.latencies, 0.5):.2f}x  {row['seq_ratio']:.2f}x  {row['conc_ratio']:.2f}x"
+        )
+    for row in rows[1:]:
+        print(f"added p50 (sequential), {row['target']}: {row['added_p50_ms']:+.2f} ms")
+    return rows
+
+
+async def run(transport: str, targets: list[Target], args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.only:
+        wanted = {"direct", *args.only.split(",")}
+        targets = [t for t in targets if t.name in wanted]
     async with AsyncExitStack() as stack:
         for t in targets:
-            t.session = await stack.enter_async_context(opened(t))
-            for _ in range(args.warmup):
-                await one_call(t, [])
+            t.session = await stack.enter_async_context(t.open())
+            with anyio.fail_after(120):
+                for _ in range(args.warmup):
+                    await one_call(t, [])
         for r in range(args.rounds):
             order = targets if r % 2 == 0 else list(reversed(targets))
             for t in order:
-                await sequential(t, args.calls)
+                await measure(t, t.seq, args.calls, 1)
             for t in order:
-                await concurrent(t, args.calls, args.concurrency)
+                await measure(t, t.conc, args.calls, args.concurrency)
+    return report(transport, targets, args)
 
-    base = targets[0]
-    print(f"\n{args.rounds} rounds x {args.calls} calls, echo tool, stdio; concurrency {args.concurrency}")
-    print(f"{'target':<16} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'conc p50':>9} {'conc p99':>9} {'conc/s':>7}  ratios (p50 seq, calls/s seq, calls/s conc)")
-    for t in targets:
-        seq50, conc_rate, seq_rate = pct(t.seq, 0.5), statistics.median(t.conc_rate), statistics.median(t.seq_rate)
-        ratios = (
-            f"{seq50 / pct(base.seq, 0.5):.2f}x  {seq_rate / statistics.median(base.seq_rate):.2f}x  "
-            f"{conc_rate / statistics.median(base.conc_rate):.2f}x"
-        )
-        print(
-            f"{t.name:<16} {seq50:8.2f} {pct(t.seq, 0.99):8.2f} {seq_rate:7.0f} {pct(t.conc, 0.5):9.2f} "
-            f"{pct(t.conc, 0.99):9.2f} {conc_rate:7.0f}  {ratios}"
-        )
-    for t in targets[1:]:
-        print(f"added p50 (sequential), {t.name}: {pct(t.seq, 0.5) - pct(base.seq, 0.5):+.2f} ms")
+
+async def main(args: argparse.Namespace) -> None:
+    env = dict(os.environ)
+    directory = Path(tempfile.mkdtemp(prefix="checkrein-bench-"))
+    rows: list[dict[str, Any]] = []
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        if args.transport in ("stdio", "both"):
+            rows += await run("stdio", stdio_targets(directory, env, args), args)
+        if args.transport in ("http", "both"):
+            rows += await run("http", await http_targets(directory, env, args, procs), args)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--transport", choices=["stdio", "http", "both"], default="both")
     parser.add_argument("--calls", type=int, default=400, help="calls per target per round and mode")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--only", help="comma-separated targets to run besides direct")
     parser.add_argument("--baseline-src", help="also run checkrein from this source tree's src/ (a before/after comparison)")
+    parser.add_argument("--json", help="write the rows as JSON to this file")
     anyio.run(main, parser.parse_args())
