@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 import anyio
 import uvicorn
 from mcp.server.streamable_http_manager import (
+    StreamableHTTPSessionManager,
     _error_response,  # the SDK's own 404 body, for a session it does not know
 )
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,6 +43,7 @@ from checkrein.telemetry import PROMETHEUS_CONTENT_TYPE, CounterSource
 
 from .auth import LOOPBACK_HOSTS, Authenticator, origin_allowed
 from .context import IDENTITY_SCOPE_KEY, CallFactory
+from .http_json import answer_json_when_possible
 from .owners import SESSION_HEADER, SessionOwners
 from .server import GatewayServer
 
@@ -172,14 +175,18 @@ def build_http_app(
     owners: SessionOwners | None = SessionOwners()
     if state is None:
         inner = front.server.streamable_http_app(host=host, transport_security=security, custom_starlette_routes=routes)
+        manager: StreamableHTTPSessionManager = front.server.session_manager
     else:  # a fleet: sessions live in the shared state, any replica continues them
         from .sessions import fleet_http_app
 
-        inner, manager = fleet_http_app(front.server, security, routes, state, replica=gate.telemetry.instance_id)
+        inner, fleet = fleet_http_app(front.server, security, routes, state, replica=gate.telemetry.instance_id)
         gate.telemetry.metrics.add_source(
-            CounterSource("http", lambda: manager.counters, gate.telemetry.metrics.scrape_errors, help_text="HTTP sessions")
+            CounterSource("http", lambda: fleet.counters, gate.telemetry.metrics.scrape_errors, help_text="HTTP sessions")
         )
         owners = None  # the fleet's session manager checks every request's owner against the shared record
+        manager = fleet
+    if os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off":
+        answer_json_when_possible(manager)
     if ui_dir is None:
         return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), owners)
     from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS
