@@ -55,6 +55,16 @@ def make_config(tmp_path: Path, policy: Mapping[str, Any] | None = None, **secti
     return config_from_mapping({"gateway": gateway, "policy": pol, "audit": audit, **sections})
 
 
+FIXTURE_SERVER: dict[str, Any] = {
+    "name": "fx",
+    "command": sys.executable,
+    "args": ["-m", "checkrein.testing.conformance_server", "--stdio"],
+    "timeout_s": 20.0,
+    "prefix": "",
+}
+"""The conformance fixture server over stdio, its own names exposed (progress, logging, sampling...)."""
+
+
 def echo_server_config(name: str, *extra: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A `[[servers]]` entry running the echo test server over stdio with this interpreter."""
     entry: dict[str, Any] = {

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,17 +15,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from gateway_support import FIXTURE_SERVER as FIXTURE
 from gateway_support import echo_server_config, free_port, start_http_gateway, stop, write_config
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = {
-    "name": "fx",
-    "command": sys.executable,
-    "args": ["-m", "checkrein.testing.conformance_server", "--stdio"],
-    "timeout_s": 20.0,
-    "prefix": "",
-}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 

@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 from checkrein.policy import ToolCall
 from checkrein.upstream.relay import CURRENT_DOWNSTREAM, Downstream, ServerRequestKind
 
-__all__ = ["LOG_LEVEL_META", "ClientRequest", "LogLevels", "Subscriptions", "relaying"]
+__all__ = ["LOG_LEVEL_META", "ClientRequest", "LogLevels", "RequestFacts", "Subscriptions", "relaying"]
 
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
@@ -50,17 +50,13 @@ class LogLevels:
         return _LEVELS.index(level) >= _LEVELS.index(wanted)
 
 
-class ClientRequest:
-    """One in-flight client request (`Downstream`)."""
+class RequestFacts:
+    """What every `Downstream` of a client request knows: its call, the client's progress token
+    and the ``_meta`` entries that go on to the upstream (``raw_meta``: the request's ``_meta``)."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], call: ToolCall, levels: LogLevels) -> None:
-        self._ctx = ctx
+    def __init__(self, call: ToolCall, token: Any, raw_meta: Any) -> None:
         self._call = call
-        self._levels = levels
-        meta = ctx.meta or {}
-        token = meta.get("progress_token")
         self._token: str | int | None = token if isinstance(token, str | int) and not isinstance(token, bool) else None
-        raw_meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
         level = raw_meta.get(LOG_LEVEL_META) if isinstance(raw_meta, dict) else None
         self._upstream_meta: dict[str, Any] = {LOG_LEVEL_META: level} if isinstance(level, str) else {}
 
@@ -78,6 +74,16 @@ class ClientRequest:
 
     def call(self) -> ToolCall:
         return self._call
+
+
+class ClientRequest(RequestFacts):
+    """One in-flight client request (`Downstream`)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], call: ToolCall, levels: LogLevels) -> None:
+        raw_meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
+        super().__init__(call, (ctx.meta or {}).get("progress_token"), raw_meta)
+        self._ctx = ctx
+        self._levels = levels
 
     def supports(self, kind: ServerRequestKind) -> bool:
         session = self._ctx.session

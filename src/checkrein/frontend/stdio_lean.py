@@ -39,7 +39,7 @@ from checkrein.upstream.raw import dumps
 from checkrein.upstream.relay import ServerRequestKind
 
 from .context import CallFactory
-from .downstream import LOG_LEVEL_META, LogLevels
+from .downstream import LogLevels, RequestFacts
 from .server import GatewayServer
 
 __all__ = ["LeanLane"]
@@ -256,7 +256,7 @@ def _error(rid: Any, code: int, message: str) -> bytes:
     return dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
 
 
-class LeanRequest:
+class LeanRequest(RequestFacts):
     """One lane request as the client its upstream's messages go to (`Downstream`), and as the
     session an approver may ask (`checkrein.gate.approval.ElicitingSession`)."""
 
@@ -265,29 +265,10 @@ class LeanRequest:
     def __init__(
         self, lane: LeanLane, rid: Any, call: ToolCall, meta: dict[str, Any] | None, caps: types.ClientCapabilities
     ) -> None:
+        super().__init__(call, meta.get("progressToken") if meta else None, meta)
         self._lane = lane
         self._rid = rid
-        self._call = call
         self._caps = caps
-        token = meta.get("progressToken") if meta else None
-        self._token: str | int | None = token if _plain_id(token) else None
-        level = meta.get(LOG_LEVEL_META) if meta else None
-        self._upstream_meta: dict[str, Any] = {LOG_LEVEL_META: level} if isinstance(level, str) else {}
-
-    @property
-    def session_key(self) -> str:
-        return self._call.session_id
-
-    @property
-    def progress_token(self) -> str | int | None:
-        return self._token
-
-    @property
-    def upstream_meta(self) -> dict[str, Any]:
-        return self._upstream_meta
-
-    def call(self) -> ToolCall:
-        return self._call
 
     def supports(self, kind: ServerRequestKind) -> bool:
         caps = self._caps
