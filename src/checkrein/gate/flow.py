@@ -48,7 +48,7 @@ from checkrein.policy.flow import (
 )
 from checkrein.policy.flow.values import leaves
 
-from .chain import CallContext, CallNext, CallOutcome, deny
+from .chain import CallContext, CallNext, CallOutcome, ToolResultJson, deny
 from .counters import Counters
 from .result_view import view_of
 
@@ -140,7 +140,7 @@ def result_seen(out: CallOutcome) -> ResultSeen | None:
     """What the model got from a forwarded call (a result, or the text of an error the upstream
     answered), or None when nothing came back."""
     flagged = any(f in ("injection", "untrusted") for f in out.flags)
-    if isinstance(out.result, types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
+    if isinstance(out.result, ToolResultJson | types.CallToolResult | types.ReadResourceResult | types.GetPromptResult):
         view = view_of(out.result)
         texts = list(view.texts)
         if view.structured is not None:
