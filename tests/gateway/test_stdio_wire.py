@@ -107,6 +107,21 @@ async def test_regular_files_are_read_and_written_too() -> None:
         assert dst.read() == b'{"answer":1}\n'
 
 
+async def test_the_null_device_ends_input_at_once_and_takes_output() -> None:
+    """`checkrein serve < /dev/null > /dev/null`: epoll refuses the null device; input ends at once
+    (no hang) and writes still succeed."""
+    null_in = os.open(os.devnull, os.O_RDONLY)
+    null_out = os.open(os.devnull, os.O_WRONLY)
+    try:
+        async with open_stdio_wire(null_in, null_out) as wire:
+            assert await lines_of(wire) == []
+            await wire.write_line(b'{"answer":1}')
+            assert wire.written == 1
+    finally:
+        os.close(null_in)
+        os.close(null_out)
+
+
 async def test_a_client_that_closes_our_stdout_is_noticed() -> None:
     """Once nobody reads our stdout, `closed` is true and writing is a no-op (not an exception)."""
     async with wire_on_pipes() as (wire, _, out_r):

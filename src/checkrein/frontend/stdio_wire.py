@@ -10,7 +10,8 @@ must not be left non-blocking).
 Reading is bounded: a line longer than ``max_line_bytes`` is dropped (up to its newline) and
 reported as `LineTooLong` in its place, so one huge message cannot make the gateway buffer
 without end. A stdin or stdout that is a regular file (``checkrein serve < requests.jsonl``)
-cannot be watched by the event loop; it is read in a worker thread and written directly.
+or ``/dev/null`` cannot be watched by the event loop; it is read in a worker thread and written
+directly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import selectors
 import stat
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -250,8 +252,21 @@ class StdioWire:
 
 
 def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: pipes and sockets, and the character devices
+    epoll accepts (a terminal, not ``/dev/null``, which epoll refuses with EPERM)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    probe = selectors.DefaultSelector()
+    try:
+        probe.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:
