@@ -120,3 +120,24 @@ async def test_another_identity_cannot_use_the_session_and_delete_ends_it_everyw
         assert (await http.post(b + "/mcp", json=ping, headers=with_sid)).status_code == 404
         unknown = {**with_sid, "mcp-session-id": uuid.uuid4().hex}
         assert (await http.post(b + "/mcp", json=ping, headers=unknown)).status_code == 404
+
+
+async def test_answers_are_plain_json_on_the_replica_that_opened_the_session_and_on_one_that_adopted_it(
+    replicas: list[str],
+) -> None:
+    """The fast path's JSON answers (`frontend/http_json.py`) hold for a fleet's sessions too."""
+    a, b = replicas
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
+    async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
+        r = await http.post(a + "/mcp", json=init, headers=headers)
+        with_sid = {**headers, "mcp-session-id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        assert (await http.post(a + "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=with_sid)).status_code == 202
+        for i, base in enumerate((a, b, a), start=2):
+            call = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "a__echo", "arguments": {"text": base}}}
+            answer = await http.post(base + "/mcp", json=call, headers=with_sid)
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json"), answer.text
+            assert answer.json()["result"]["content"][0]["text"] == base
