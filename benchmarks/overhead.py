@@ -384,6 +384,7 @@ async def run(transport: str, targets: list[Target], args: argparse.Namespace) -
     if args.only:
         wanted = {"direct", *args.only.split(",")}
         targets = [t for t in targets if t.name in wanted]
+    load_before = os.getloadavg()[0]
     async with AsyncExitStack() as stack:
         for t in targets:
             t.session = await stack.enter_async_context(t.open())
@@ -396,7 +397,12 @@ async def run(transport: str, targets: list[Target], args: argparse.Namespace) -
                 await measure(t, t.seq, args.calls, 1)
             for t in order:
                 await measure(t, t.conc, args.calls, args.concurrency)
-    return report(transport, targets, args)
+    rows = report(transport, targets, args)
+    load = (load_before, os.getloadavg()[0])
+    print(f"load average (1 min) on {os.cpu_count()} CPUs: {load[0]:.1f} at the start, {load[1]:.1f} at the end")
+    for row in rows:
+        row["load_avg_1m"] = list(load)
+    return rows
 
 
 async def main(args: argparse.Namespace) -> None:
