@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 
 from _analyzer_helpers import scan_one
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from checkrein.config.policy import ArgKind
@@ -100,6 +100,8 @@ def test_scanning_arbitrary_text_never_raises(value: str, kind: ArgKind | None) 
 
 @settings(max_examples=300, deadline=None)
 @given(prefix=st.text(max_size=40), suffix=st.text(max_size=40))
+@example(prefix="--user", suffix="")  # found by Hypothesis in CI: curl's user:password read our own mask
+@example(prefix="-u", suffix="")
 def test_redaction_removes_the_secret_and_is_a_fixed_point(prefix: str, suffix: str) -> None:
     secret = "ghp_" + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd"
     text = f"{prefix} {secret} {suffix}"

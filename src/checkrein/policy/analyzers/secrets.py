@@ -373,6 +373,8 @@ def _direct(t: str) -> list[SecretSpan]:
             value = t[s:e]
             if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
                 continue
+            if _inside_mask(t, s):
+                continue  # `--user [REDACTED:github_token]`: our own mask, so redaction is a fixed point
             if rule.kind in ("url_credentials", "curl_user", "bearer_token", "basic_auth") and is_placeholder(value, references=False):
                 continue
             if rule.kind == "jwt" and not _jwt_header_ok(value):
