@@ -108,3 +108,42 @@ def test_fullwidth_letters_do_not_hide_a_payload(payload: str) -> None:
 @settings(max_examples=200, deadline=None)
 def test_detection_is_total_on_arbitrary_text(text: str) -> None:
     assert isinstance(detect_injection(text), list)
+
+
+def _foreign_family_without_prefilter(text: str) -> list[tuple[int, str]]:
+    """The per-verb search as it was before the one-regex prefilter (the reference)."""
+    from checkrein.policy.injection.lexicon import FOREIGN
+
+    out: list[tuple[int, str]] = []
+    for lang, verbs, nouns, own in FOREIGN:
+        negations = (*own, "not ", "n't ", "never ")
+        for verb in verbs:
+            start, hits = text.find(verb), 0
+            while start != -1 and hits < 8:
+                hits += 1
+                before = text[max(0, start - 12) : start]
+                negated = any(before.endswith(n) or before.endswith(n.strip()) for n in negations)
+                if lang == "de":
+                    negated = negated or "nicht" in text[start : start + len(verb) + 14]
+                if not negated and any(n in text[max(0, start - 40) : start + len(verb) + 60] for n in nouns):
+                    out.append((start, lang))
+                    break
+                start = text.find(verb, start + 1)
+    return out
+
+
+def _foreign_words() -> list[str]:
+    from checkrein.policy.injection.lexicon import FOREIGN
+
+    return [w for _, verbs, nouns, own in FOREIGN for w in (*verbs, *nouns, *own)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=30), st.sampled_from(_foreign_words())), max_size=12))
+def test_the_foreign_family_prefilter_never_finds_less(parts: list[str]) -> None:
+    """One regex over every verb stem decides whether the per-verb search runs: same signals."""
+    from checkrein.policy.injection.detect import _foreign_family
+
+    text = " ".join(parts).lower()
+    got = sorted((s.pos, s.evidence.split("]")[0][1:]) for s in _foreign_family(text))
+    assert got == sorted(_foreign_family_without_prefilter(text))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from checkrein._trie import trie_regex
 from checkrein.policy.decision import Finding
 
 from .carriers import Signal, action_signals, encoded_regions, exfil_link_signals, hidden_regions
@@ -130,9 +131,16 @@ def _ignore_family(folded: str) -> list[Signal]:
     return out
 
 
+# Every verb stem of every language in one trie regex: a text none of them occurs in (almost every
+# result) skips the per-verb searches below. Exact: the search finds a match iff some verb occurs.
+_ANY_FOREIGN_VERB = re.compile(trie_regex({v for _, verbs, _, _ in FOREIGN for v in verbs}))
+
+
 def _foreign_family(text: str) -> list[Signal]:
     """The same family in other languages: a verb stem and a noun stem within a short window."""
     out: list[Signal] = []
+    if _ANY_FOREIGN_VERB.search(text) is None:
+        return out
     ascii_only = text.isascii()
     for lang, verbs, nouns, own_negations in FOREIGN:
         negations = (*own_negations, "not ", "n't ", "never ")
