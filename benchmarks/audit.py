@@ -12,6 +12,8 @@ the least disturbed one):
   timed until ``aclose`` returns (everything redacted, hashed, chained, written, fsynced, indexed);
   the trail is opened as the gateway opens it, with the policy's secret finder (``find_secrets``)
   that ``build_gate`` injects, and once with only the built-in finder to show what that costs;
+  each record carries what the gate passes from ``decide`` (the secrets analyzer's pointers and
+  ``args_scanned``), and once without (the trail then scans the arguments again itself);
 * trail durable: one sequential caller, and ``--concurrency`` tasks each awaiting ``record_call``,
   each with the default group-commit window and with ``group_commit_ms = 0`` (fsyncs per event);
 * added p50 of a gateway call with auditing on vs off, when ``checkrein.gate`` can build a gate.
@@ -37,12 +39,21 @@ from checkrein.audit import CallRecord, open_audit_trail
 from checkrein.audit.secrets import SecretFinder
 from checkrein.audit.sqlite_index import _INSERT, _SCHEMA
 from checkrein.config import AuditSettings
-from checkrein.policy.analyzers import find_secrets
+from checkrein.policy.analyzers import ScanContext, find_secrets, scan_arguments
 
 SECRET_EVERY = 20  # one record in 20 carries a credential, so redaction work is realistic
 
 
-def make_records(n: int) -> list[CallRecord]:
+def policy_view(args: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """(redactions, args_scanned) as the gate passes them: the policy's secrets analyzer run
+    over the arguments (`decide` with analyzers on does exactly this scan)."""
+    raw = scan_arguments(args, ScanContext(enabled=frozenset({"secrets"})))
+    pointers = tuple(dict.fromkeys(f.path for f in raw if f.analyzer == "secrets"))
+    return pointers, not any(f.analyzer == "scan" for f in raw)
+
+
+def make_records(n: int, *, scanned: bool = True) -> list[CallRecord]:
+    """``scanned`` False: records without the policy's findings (the audit scans everything)."""
     out = []
     for i in range(n):
         args: dict[str, Any] = {"path": f"/srv/data/project/file-{i}.txt", "mode": "read", "limit": 4096}
@@ -57,6 +68,7 @@ def make_records(n: int) -> list[CallRecord]:
             decision={"effect": "allow", "rule_id": "default-allow", "reasons": [], "risk": "low", "approval": None},
             outcome="ok", error_code=None, duration_ms=1.25,
             result={"content": [{"type": "text", "text": text}], "isError": False},
+            **({"redactions": (view := policy_view(args))[0], "args_scanned": view[1]} if scanned else {}),
         ))
     return out
 
@@ -227,8 +239,10 @@ def main() -> None:
         sample = json.loads(line)
         results["event_bytes"] = len(line) + 1
 
-        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", "batch", "batch_nosqlite", "batch_builtin")}
-        cpu: dict[str, list[float]] = {k: [] for k in ("jsonl", "batch", "batch_nosqlite", "batch_builtin")}
+        unscanned = make_records(opts.events, scanned=False)
+        keys = ("batch", "batch_nosqlite", "batch_builtin", "batch_unscanned")
+        rows: dict[str, list[float]] = {k: [] for k in ("jsonl", "sqlite", *keys)}
+        cpu: dict[str, list[float]] = {k: [] for k in ("jsonl", *keys)}
         call_path: list[float] = []
         for _ in range(opts.rounds):
             rate, cpu_us = baseline_jsonl(tmp, sample, opts.events)
@@ -245,6 +259,9 @@ def main() -> None:
             rate, _, cpu_us = anyio.run(lambda: trail_batch(tmp / "builtin", records, sqlite=True, finder=None))
             rows["batch_builtin"].append(rate)
             cpu["batch_builtin"].append(cpu_us)
+            rate, _, cpu_us = anyio.run(lambda: trail_batch(tmp / "unscanned", unscanned, sqlite=True))
+            rows["batch_unscanned"].append(rate)
+            cpu["batch_unscanned"].append(cpu_us)
         durable_runs: dict[str, list[tuple[float, float, float, float]]] = {}
         few = records[: opts.durable_events]
         for rnd in range(opts.rounds):  # alternating: window on / off, sequential / concurrent
@@ -270,6 +287,9 @@ def main() -> None:
     show("trail batch: JSONL + SQLite (writer thread)", best(rows["batch"]), cpu_note("batch"))
     show("trail batch: JSONL only", best(rows["batch_nosqlite"]), cpu_note("batch_nosqlite"))
     show("trail batch: built-in finder only (not shipped)", best(rows["batch_builtin"]), cpu_note("batch_builtin"))
+    show("trail batch: arguments rescanned (no args_scanned)", best(rows["batch_unscanned"]), cpu_note("batch_unscanned"))
+    print(f"  passing the policy's scan: {best(rows['batch']) / best(rows['batch_unscanned']):.2f}x events/s, "
+          f"{min(cpu['batch']) / min(cpu['batch_unscanned']):.2f}x CPU/event")
     print(f"  record_call on the call path, batch mode: p50 {min(call_path):.1f} µs")
     for key, runs in durable_runs.items():
         callers, window = key.split("/")

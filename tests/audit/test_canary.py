@@ -89,19 +89,34 @@ def _policy_finder() -> Any:
     return find_secrets
 
 
-@pytest.mark.parametrize("finder", ["builtin", "policy"])
+def _policy_view(args: dict[str, Any]) -> dict[str, Any]:
+    """The `CallRecord` fields the gate fills from `decide`: the secrets analyzer's pointers as
+    redactions, and whether it read every value (`Decision.secrets_scanned`)."""
+    from checkrein.policy.analyzers import ScanContext, scan_arguments
+
+    raw = scan_arguments(args, ScanContext())
+    return {"redactions": tuple(dict.fromkeys(f.path for f in raw if f.analyzer == "secrets")),
+            "args_scanned": not any(f.analyzer == "scan" for f in raw)}
+
+
+@pytest.mark.parametrize("finder", ["builtin", "policy", "policy-scanned"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_planted_secrets_never_reach_jsonl_or_sqlite(tmp_path: Path, seed: int, finder: str) -> None:
+    """Also when the policy's analyzer already scanned the arguments and passes its findings
+    (``policy-scanned``): the trail then skips the injected finder on argument values."""
     c = make_canaries(seed)
     d = tmp_path / "audit"
-    secret_finder = _policy_finder() if finder == "policy" else None
+    secret_finder = _policy_finder() if finder.startswith("policy") else None
+    view = _policy_view(planted_args(c)) if finder == "policy-scanned" else {}
+    if view:
+        assert view["args_scanned"] and view["redactions"]
 
     async def run() -> bytes:
         trail = open_audit_trail(settings(d), tmp_path, secret_finder=secret_finder)
         for i in range(5):
             await trail.record_call(make_record(i, arguments=planted_args(c), result=planted_result(c),
                                                 decision={"effect": "deny", "rule_id": "r", "risk": "high", "approval": None,
-                                                          "reasons": [f"argument holds {c['aws']}"]}))
+                                                          "reasons": [f"argument holds {c['aws']}"]}, **view))
         with anyio.fail_after(10):
             while trail.counters["events_written"] < 6:
                 await anyio.sleep(0.01)
@@ -196,3 +211,26 @@ def test_planted_secrets_never_reach_the_writer_processes_stderr(tmp_path: Path)
         assert needle not in proc.stderr and needle not in proc.stdout
     for needle in needles(c):
         assert needle not in _all_bytes(tmp_path / "audit")
+
+
+def test_results_are_scanned_by_the_injected_finder_even_when_arguments_were(tmp_path: Path) -> None:
+    """`args_scanned` covers the arguments only: the result summary gets the injected finder."""
+    class Span:
+        def __init__(self, start: int) -> None:
+            self.start, self.end, self.kind = start, start + 20, "custom"
+
+    def finder(text: str) -> list[Span]:
+        i = text.find("CUSTOM-")
+        return [Span(i)] if i >= 0 else []
+
+    d = tmp_path / "audit"
+    result = {"content": [{"type": "text", "text": "value CUSTOM-abcdefghijklm end"}], "isError": False}
+
+    async def run() -> None:
+        trail = open_audit_trail(settings(d), tmp_path, secret_finder=finder)
+        await trail.record_call(make_record(1, arguments={"q": "plain"}, result=result, args_scanned=True))
+        await trail.aclose()
+
+    anyio.run(run)
+    data = (d / "segment-000001.jsonl").read_bytes()
+    assert b"CUSTOM-abcdefghijklm" not in data and b"[REDACTED:custom]" in data

@@ -78,3 +78,63 @@ def test_builtin_finder_recognises_each_kind() -> None:
 def test_builtin_finder_ignores_ordinary_text() -> None:
     for text in ("read the file /etc/hosts", "max_tokens: 5", "author: Jane", "SELECT * FROM users", "https://example.com/a?b=c"):
         assert find_builtin_secrets(text) == [], text
+
+
+class _Custom:
+    """An injected finder that knows one form the built-in set does not (``CUSTOM-`` + 13), and
+    records every text it was asked about."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, text: str) -> list[object]:
+        self.seen.append(text)
+        i = text.find("CUSTOM-")
+        if i < 0:
+            return []
+
+        class Span:
+            start, end, kind = i, i + 20, "custom"
+
+        return [Span()]
+
+
+def test_values_the_policy_scanned_get_only_the_builtin_patterns_and_its_pointers() -> None:
+    """``scanned``: the injected finder (the policy's own) read these values already; its hits
+    come as masked pointers, and the built-in patterns still run."""
+    finder = _Custom()
+    r = Redactor(secret_finder=finder)
+    value = {"q": "run with CUSTOM-abcdefghijklm and more words", "k": "key AKIAIOSFODNN7ABCDEFG here",
+             "flagged": "anything at all, masked by pointer"}
+    preview, pointers = r.preview(value, "/a", masked=frozenset({"/flagged"}), scanned=True)
+    assert finder.seen == []
+    assert preview["k"] == "key [REDACTED:aws_access_key] here"
+    assert preview["flagged"] == MASK and sorted(pointers) == ["/a/flagged", "/a/k"]
+    preview, _ = r.preview(value, "/a", masked=frozenset({"/flagged"}))  # not scanned: the finder runs
+    assert preview["q"] == "run with [REDACTED:custom] and more words" and finder.seen
+
+
+def test_keys_and_deeper_json_still_get_the_injected_finder_when_values_were_scanned() -> None:
+    """The policy's analyzer skips identifier keys and parses JSON in a string one level deep."""
+    finder = _Custom()
+    r = Redactor(secret_finder=finder)
+    deep = json.dumps({"outer": json.dumps({"note": "see CUSTOM-abcdefghijklm"})})
+    preview, pointers = r.preview({"CUSTOM-abcdefghijklm": 1, "body": deep}, "", scanned=True)
+    assert "CUSTOM-abcdefghijklm" not in json.dumps(preview)
+    assert pointers == ["/body"]
+    # one level deep is what the policy read: only built-in patterns there
+    finder.seen.clear()
+    r.preview({"body": json.dumps({"note": "see CUSTOM-abcdefghijklm"})}, "", scanned=True)
+    assert finder.seen == []
+
+
+def test_fits_whole_trusts_a_scanned_value_but_not_its_long_keys() -> None:
+    finder = _Custom()
+    r = Redactor(secret_finder=finder)
+    plain = {"path": "/srv/a.txt", "n": 1}
+    doc = json.dumps(plain, separators=(",", ":"), sort_keys=True).encode()
+    assert r.fits_whole(doc, plain, scanned=True) and finder.seen == []
+    assert r.fits_whole(doc, plain) and finder.seen  # unscanned: the finder reads the document
+    long_key = {"CUSTOM-abcdefghijklm": 1}
+    doc = json.dumps(long_key, separators=(",", ":")).encode()
+    assert not r.fits_whole(doc, long_key, scanned=True)

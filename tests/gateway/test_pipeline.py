@@ -387,3 +387,19 @@ async def test_a_policy_edit_applies_live_and_a_server_change_is_refused(tmp_pat
     with pytest.raises(ConfigError, match="restart"):
         await gate.apply_config(make_config(tmp_path, {"allow": ["a__*"]}, gateway={"separator": "."}))
     assert gate.separator == "__"
+
+
+async def test_the_audit_record_carries_the_policys_secret_scan(tmp_path: Path) -> None:
+    """With the secrets analyzer on, the record says the arguments were read (`args_scanned`) and
+    names each secret it found in `redactions`; with it off, the audit scans everything itself."""
+    on = {"allow": ["a__*"], "analyzers": {"secrets": "ask"}, "tools": {"a__*": {"risk": "low", "approval": "auto"}}}
+    gate, trail = await started(tmp_path, upstream(), policy=on)
+    await gate.call_tool(call("a__echo", {"text": "plain words"}))
+    await gate.call_tool(call("a__echo", {"text": "key ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}))
+    plain, secret = trail.calls
+    assert plain.args_scanned and plain.redactions == ()
+    assert secret.args_scanned and secret.redactions == ("/text",)
+    (tmp_path / "off").mkdir()
+    off_gate, off_trail = await started(tmp_path / "off", upstream())
+    await off_gate.call_tool(call("a__echo", {"text": "plain words"}))
+    assert off_trail.calls[0].args_scanned is False

@@ -160,3 +160,28 @@ def test_redactions_cover_secrets_found_alongside_a_denying_finding() -> None:
     assert d.effect == "deny"
     assert d.redactions == ("/z",)
     assert [f.analyzer for f in d.findings] == ["paths", "secrets"]
+
+
+def test_decisions_say_when_the_secrets_analyzer_read_every_value() -> None:
+    """`secrets_scanned` (the audit then trusts the redactions instead of rescanning): after the
+    scan, whatever the effect; never when the scan did not run or did not read everything."""
+    scanned = policy(BASE + '[policy.analyzers]\nshell = "ask"\n', tool("t__run"), scanner=FakeScanner(BAD))
+    assert run(scanned, "t__run", {"cmd": "ls"}).secrets_scanned
+    assert run(scanned, "t__run", {"cmd": "x; rm"}).secrets_scanned  # ask
+    denied = run(scanned, "t__run", {"cmd": "../../etc/passwd"})
+    assert denied.effect == "deny" and denied.secrets_scanned
+    assert not run(scanned, "t__nope", {"cmd": "ls"}).secrets_scanned  # never scanned: unknown tool
+
+    off = policy(BASE + '[policy.analyzers]\nsecrets = "off"\n', tool("t__run"), scanner=FakeScanner(BAD))
+    assert off.plans["t__run"].scan is not None and run(off, "t__run", {"cmd": "ls"}).secrets_scanned is False
+
+    secret_kind = policy(BASE + '[policy.tools."t__login".args.password]\nkind = "secret"\n', tool("t__login"),
+                         scanner=FakeScanner({}))
+    assert not run(secret_kind, "t__login", {"password": "hunter2"}).secrets_scanned  # a value it skips
+
+    class Bounded(FakeScanner):
+        def __call__(self, arguments: Mapping[str, Any], ctx: ScanContext) -> list[Finding]:
+            return [Finding("scan", "too_many_strings", "/x", "argument scan stopped")]
+
+    stopped = run(policy(BASE, tool("t__run"), scanner=Bounded({})), "t__run", {"cmd": "ls"})
+    assert stopped.effect == "deny" and not stopped.secrets_scanned

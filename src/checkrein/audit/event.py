@@ -97,12 +97,15 @@ class EventFactory:
         masked = frozenset(rec.redactions)
         redactions: list[str] = []
         preview: Any
-        if not masked and "audit.args_not_canonical" not in degraded and r.fits_whole(args_bytes, rec.arguments):
+        # The policy's secrets analyzer already read the values (its hits are in `masked`): only
+        # the built-in patterns and the keys are left to check. Not for arguments it did not see.
+        scanned = rec.args_scanned is True and "audit.args_not_canonical" not in degraded
+        if not masked and "audit.args_not_canonical" not in degraded and r.fits_whole(args_bytes, rec.arguments, scanned=scanned):
             # Stored as the very bytes just hashed and checked: no copy, no second serialization.
             preview = Canonical(args_bytes)
         else:
             preview, redactions = r.preview(
-                rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes)
+                rec.arguments, "/args_preview", masked=masked, scan=r.may_hold_secrets(args_bytes), scanned=scanned
             )
 
         result: dict[str, Any] | None = None

@@ -46,6 +46,11 @@ class CallRecord:
     redactions: tuple[str, ...] = ()
     """JSON pointers the policy asked to mask, in addition to what audit redaction finds itself."""
     degraded: tuple[str, ...] = ()
+    args_scanned: bool = False
+    """The policy's secrets analyzer (the trail's injected finder) read every value of
+    ``arguments`` and its findings are in ``redactions``: the trail then runs only its built-in
+    patterns over those values (keys, and JSON nested deeper than the analyzer parses, still get
+    the injected finder)."""
 
 
 @dataclass(frozen=True, slots=True)

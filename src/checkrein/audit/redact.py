@@ -41,6 +41,8 @@ _MAX_JSON_IN_STRING = 256 * 1024
 _CONTAINERS = (dict, list, tuple)
 # No pattern of the built-in set, and no real credential, fits in fewer characters ("pwd=ab").
 _MIN_SECRET = 6
+# Keys at least this long are run through the finder (and masked where it hits) in previews.
+_LONG_KEY = 16
 
 
 def escape_pointer(token: str) -> str:
@@ -72,7 +74,7 @@ class Redactor:
         self._max_depth = max_depth
         self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
         self._key_cache: dict[str, bool] = {}
-        self._keyset_cache: dict[tuple[Any, ...], bool] = {}
+        self._keyset_cache: dict[tuple[Any, ...], int] = {}
         self.finder_failures = 0
 
     def is_sensitive_key(self, key: str) -> bool:
@@ -98,34 +100,37 @@ class Redactor:
         text = document.decode("utf-8", "replace")
         return "\\u" in text or builtin_may_match(text)
 
-    def fits_whole(self, document: bytes, value: Any) -> bool:
+    def fits_whole(self, document: bytes, value: Any, *, scanned: bool = False) -> bool:
         """True when ``value``, whose canonical JSON is ``document``, provably needs no masking and
         no cutting, so ``document`` itself can be stored as its preview: small enough to keep
         whole, no JSON carried in a string, no ``\\u`` escapes, nothing a finder could match, and
-        no secret-looking key. False otherwise: use `preview`."""
+        no secret-looking key. False otherwise: use `preview`. ``scanned``: the injected finder
+        already read every value and found nothing outside the masked pointers (which the caller
+        checks are none), so only the built-in patterns and the keys are looked at here; a key
+        long enough to be scanned in a preview then sends the value through `preview`."""
         if len(document) > self._max_chars or b'"{' in document or b'"[' in document or b"\\u" in document:
             return False
         text = document.decode("utf-8")
-        if builtin_may_match(text):
+        injected = None if scanned else self._injected
+        # Without backslashes every string's text appears verbatim in the document, so a finder
+        # that matches nothing in the document matches nothing in any string.
+        if (injected is not None and "\\" in text) or builtin_may_match(text):
             return False
-        if self._any_sensitive_key(value):
+        if self._any_sensitive_key(value, long_keys=scanned and self._injected is not None):
             return False
-        if self._injected is not None:
-            # Without backslashes every string's text appears verbatim in the document, so a
-            # finder that matches nothing in the document matches nothing in any string.
-            if "\\" in text:
-                return False
+        if injected is not None:
             try:
-                if self._injected(text):
+                if injected(text):
                     return False
             except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
                 return False
         return True
 
-    def _any_sensitive_key(self, value: Any) -> bool:
+    def _any_sensitive_key(self, value: Any, *, long_keys: bool = False) -> bool:
         """True when a key anywhere in ``value`` is secret-looking (or the value is too deep to
-        keep whole). Walks containers only; strings are not looked at. The verdict per set of
-        keys is cached: a tool's arguments repeat the same keys call after call."""
+        keep whole), or with ``long_keys`` at least `_LONG_KEY` characters long. Walks containers
+        only; strings are not looked at. The verdict per set of keys is cached: a tool's arguments
+        repeat the same keys call after call."""
         sensitive = self.is_sensitive_key
         cache = self._keyset_cache
         stack: list[tuple[Any, int]] = [(value, 0)]
@@ -137,10 +142,12 @@ class Redactor:
                 keys = tuple(v)
                 hit = cache.get(keys)
                 if hit is None:
-                    hit = any(not isinstance(k, str) or sensitive(k) for k in keys)
+                    # 1: a secret-looking (or non-string) key; 2: a long key
+                    hit = (1 if any(not isinstance(k, str) or sensitive(k) for k in keys) else 0) | (
+                        2 if any(isinstance(k, str) and len(k) >= _LONG_KEY for k in keys) else 0)
                     if len(cache) < 4096:
                         cache[keys] = hit
-                if hit:
+                if hit & 1 or (long_keys and hit & 2):
                     return True
                 stack.extend((item, depth + 1) for item in v.values() if isinstance(item, _CONTAINERS))
             elif isinstance(v, (list, tuple)):
@@ -148,25 +155,30 @@ class Redactor:
         return False
 
     def preview(
-        self, value: Any, base: str, *, masked: frozenset[str] = frozenset(), scan: bool = True
+        self, value: Any, base: str, *, masked: frozenset[str] = frozenset(), scan: bool = True,
+        scanned: bool = False,
     ) -> tuple[Any, list[str]]:
         """Return (redacted bounded copy, pointers of masked values). ``masked`` holds pointers
         relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well.
         ``scan=False`` skips the secret finder (pass it only when `may_hold_secrets` said so for
-        the canonical JSON of ``value``); key-based masking and bounds still apply."""
+        the canonical JSON of ``value``); key-based masking and bounds still apply.
+        ``scanned``: the injected finder already read every string value of ``value`` (and JSON
+        objects or arrays carried in them, one level deep) and ``masked`` holds each hit, so
+        those strings get only the built-in patterns; keys and JSON nested deeper get both."""
         pointers: list[str] = []
-        walk = _Walk(self, pointers, masked, base, scan)
+        walk = _Walk(self, pointers, masked, base, scan, scanned and self._injected is not None)
         return walk.value(value, "", 0), pointers
 
-    def mask_text(self, text: str) -> tuple[str, bool]:
+    def mask_text(self, text: str, *, builtin_only: bool = False) -> tuple[str, bool]:
         """``text`` with finder spans replaced; True when something was masked. Only the first
-        ``max_chars + slack`` characters are examined and kept."""
+        ``max_chars + slack`` characters are examined and kept. ``builtin_only``: the built-in
+        patterns without the injected finder (for text that finder has already read)."""
         if len(text) < _MIN_SECRET:
             return text, False
         if len(text) > self._max_chars + _SCAN_SLACK:
             text = text[: self._max_chars + _SCAN_SLACK]
         try:
-            spans = self._finder(text)
+            spans = find_builtin_secrets(text) if builtin_only else self._finder(text)
         except Exception:  # noqa: BLE001 - a broken finder must mask, not leak or crash the writer
             self.finder_failures += 1
             return "[REDACTED:finder_error]", True
@@ -187,11 +199,16 @@ class Redactor:
 
 
 class _Walk:
-    __slots__ = ("_base", "_budget", "_masked", "_pointers", "_r", "_scan")
+    __slots__ = ("_base", "_budget", "_json_depth", "_masked", "_pointers", "_r", "_scan", "_scanned")
 
-    def __init__(self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str, scan: bool) -> None:
+    def __init__(
+        self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str, scan: bool, scanned: bool = False
+    ) -> None:
         self._r = r
         self._scan = scan
+        self._scanned = scanned
+        self._json_depth = 0
+        """How many JSON-carrying strings enclose the current value."""
         self._pointers = pointers
         self._masked = masked
         self._base = base
@@ -235,7 +252,7 @@ class _Walk:
                 break
             n += 1
             key = k if type(k) is str else str(k)
-            if len(key) >= 16:
+            if len(key) >= _LONG_KEY:
                 masked_key, hit = r.mask_text(key)
                 if hit:
                     key = masked_key
@@ -267,7 +284,9 @@ class _Walk:
                 scan = self._scan
                 if "\\u" in s:  # escapes can spell a secret the outer document hides: scan inside
                     self._scan = True
+                self._json_depth += 1
                 sub = self.value(inner, ptr, depth + 1)
+                self._json_depth -= 1
                 self._scan = scan
                 if len(self._pointers) > before:
                     # Pointers cannot reach inside a string: name the string once.
@@ -275,7 +294,8 @@ class _Walk:
                     self._pointers.append(self._base + ptr)
                     s = json.dumps(sub, ensure_ascii=False, separators=(",", ":"))
         if self._scan:
-            text, hit = r.mask_text(s)
+            # The policy's analyzer parses JSON carried in an argument string, not JSON inside that.
+            text, hit = r.mask_text(s, builtin_only=self._scanned and self._json_depth <= 1)
             if hit:
                 self._pointers.append(self._base + ptr)
         else:

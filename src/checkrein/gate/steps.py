@@ -121,6 +121,7 @@ class AuditStep:
             result_flags=out.flags,
             redactions=tuple(d.redactions) if d else (),
             degraded=ctx.degraded,
+            args_scanned=d.secrets_scanned if d else False,
         )
         try:
             await self.audit.record_call(record)

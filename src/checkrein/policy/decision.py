@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Decision", "Effect", "Finding", "RiskLevel"]
@@ -49,6 +49,11 @@ class Decision:
     """Stable code when the effect is deny (e.g. `policy.denied`, `policy.error`)."""
     degraded: tuple[str, ...] = ()
     """Named degradations that affected this decision (e.g. `policy.exception`)."""
+    secrets_scanned: bool = field(default=False, compare=False)
+    """The secrets analyzer read every argument value (no scan bound hit, no value of kind
+    `secret` skipped), so each secret in a value has its pointer in `redactions`: the audit
+    need not run the same finder over those values again. Not part of what the decision is
+    (two decisions that differ only here are equal)."""
 
     @property
     def reason(self) -> str:

@@ -341,6 +341,7 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
     ask_rule = ""
     findings: tuple[Finding, ...] = ()
     redactions: list[str] = list(plan.secret_pointers)
+    scanned = False
     if plan.scan is not None:
         if policy.scanner is None:
             return _error(policy, "policy.analyzers_missing", policy.analyzers_missing or "analyzers are unavailable", risk)
@@ -355,6 +356,7 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
             if f.analyzer == "secrets" and f.path not in redactions:
                 redactions.append(f.path)
         findings = tuple(f for f in raw if effects.get(f.analyzer, "deny") != "off")
+        scanned = "secrets" in plan.scan.enabled and not plan.secret_pointers and not any(f.analyzer == "scan" for f in raw)
         for f in findings:
             if effects.get(f.analyzer, "deny") == "deny":
                 return Decision(
@@ -365,6 +367,7 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
                     findings,
                     tuple(redactions),
                     error_code="policy.finding",
+                    secrets_scanned=scanned,
                 )
         for f in findings:
             if not ask_rule:
@@ -382,11 +385,11 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
         if approval == "deny":
             return Decision(
                 "deny", "approval:deny", (*asks, "this tool is configured to deny instead of asking"), risk,
-                findings, tuple(redactions), error_code="policy.denied",
+                findings, tuple(redactions), error_code="policy.denied", secrets_scanned=scanned,
             )
-        return Decision("ask", ask_rule, tuple(asks), risk, findings, tuple(redactions))
-    if redactions or findings:
-        return replace(g.base, findings=findings, redactions=tuple(redactions))
+        return Decision("ask", ask_rule, tuple(asks), risk, findings, tuple(redactions), secrets_scanned=scanned)
+    if redactions or findings or scanned:
+        return replace(g.base, findings=findings, redactions=tuple(redactions), secrets_scanned=scanned)
     return g.base
 
 
