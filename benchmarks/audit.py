@@ -1,6 +1,11 @@
 """Audit trail throughput: events/s into JSONL + SQLite, batch and durable, against baselines.
 
     .venv/bin/python benchmarks/audit.py [--events 50000] [--durable-events 4000] [--rounds 3]
+    .venv/bin/python benchmarks/audit.py --baseline main [--events 20000] [--rounds 3]
+
+``--baseline REF`` runs the trail rows (batch with and without SQLite, durable sequential and
+concurrent) for this tree and for a git ref's ``src/`` in alternating subprocesses and prints
+both and their ratio (the same records: the ref gets ``args_scanned`` only if it knows it).
 
 Measured in one run, each best of ``--rounds`` (this is a shared 2-core machine; the best round is
 the least disturbed one):
@@ -22,6 +27,7 @@ the least disturbed one):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -55,6 +61,8 @@ def policy_view(args: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
 def make_records(n: int, *, scanned: bool = True) -> list[CallRecord]:
     """``scanned`` False: records without the policy's findings (the audit scans everything)."""
     out = []
+    known = {f.name for f in dataclasses.fields(CallRecord)}
+    scanned = scanned and "args_scanned" in known  # an older tree (--baseline) has no such field
     for i in range(n):
         args: dict[str, Any] = {"path": f"/srv/data/project/file-{i}.txt", "mode": "read", "limit": 4096}
         text = f"line one of file {i}\nline two with some more words to make a realistic result\n" * 2
@@ -216,6 +224,58 @@ async def gateway_overhead(directory: Path, calls: int) -> str:
             f"durable {durable:.0f} µs (added {durable - off:.0f} µs); {calls} sequential calls, best of 3")
 
 
+def trail_rows(opts: argparse.Namespace) -> dict[str, float]:
+    """One round of the rows `compare` puts side by side."""
+    records = make_records(opts.events)
+    tmp = Path(tempfile.mkdtemp(prefix="checkrein-bench-audit-"))
+    try:
+        out: dict[str, float] = {}
+        out["batch"], _, out["batch_cpu_us"] = anyio.run(lambda: trail_batch(tmp / "b", records, sqlite=True))
+        out["nosql"], _, out["nosql_cpu_us"] = anyio.run(lambda: trail_batch(tmp / "n", records, sqlite=False))
+        few = records[: opts.durable_events]
+        out["durable_1"] = anyio.run(trail_durable, tmp / "d", few[: max(1, len(few) // 8)], 1, None)[0]
+        out[f"durable_{opts.concurrency}"] = anyio.run(trail_durable, tmp / "d", few, opts.concurrency, None)[0]
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compare(opts: argparse.Namespace) -> int:
+    """`trail_rows` for this tree and ``opts.baseline``, alternating; medians and ratios."""
+    import subprocess
+    import tarfile
+
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="checkrein-baseline-") as tmp:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", opts.baseline, "src"], capture_output=True, check=False)
+        if archive.returncode != 0:
+            print(f"cannot read {opts.baseline}: {archive.stderr.decode(errors='replace').strip()}", file=sys.stderr)
+            return 2
+        (Path(tmp) / "src.tar").write_bytes(archive.stdout)
+        with tarfile.open(Path(tmp) / "src.tar") as tar:
+            tar.extractall(tmp, filter="data")
+        trees = {"this tree": repo / "src", opts.baseline: Path(tmp) / "src"}
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        args = ["--trail-only", "--events", str(opts.events), "--durable-events", str(opts.durable_events),
+                "--concurrency", str(opts.concurrency)]
+        for rnd in range(opts.rounds):
+            for name in (list(trees) if rnd % 2 == 0 else list(trees)[::-1]):
+                proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False,
+                                      env={**os.environ, "PYTHONPATH": str(trees[name])})
+                if proc.returncode != 0 or not proc.stdout.strip():
+                    print(f"{name}: no result ({proc.stderr.strip()[-300:]})", file=sys.stderr)
+                    return 1
+                runs[name].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    mine, base = runs["this tree"], runs[opts.baseline]
+    print(f"audit trail, this tree vs {opts.baseline}: {opts.events} events, {opts.rounds} alternating rounds, "
+          f"medians, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    for key in mine[0]:
+        a, b = statistics.median(r[key] for r in mine), statistics.median(r[key] for r in base)
+        unit = "µs CPU/event" if key.endswith("_cpu_us") else "events/s"
+        print(f"  {key:<14} this tree {a:>10,.1f}  {opts.baseline} {b:>10,.1f} {unit:<13} ratio {a / b:.2f}")
+    return 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=50_000)
@@ -224,10 +284,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gate-calls", type=int, default=2_000)
     ap.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    ap.add_argument("--baseline", metavar="REF", help="compare the trail rows with this git ref's src/ (alternating subprocesses)")
+    ap.add_argument("--trail-only", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     for name in ("events", "durable_events", "concurrency", "rounds", "gate_calls"):
         if getattr(opts, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    if opts.baseline:
+        sys.exit(compare(opts))
+    if opts.trail_only:
+        print(json.dumps(trail_rows(opts)))
+        return
 
     records = make_records(opts.events)
     tmp = Path(tempfile.mkdtemp(prefix="checkrein-bench-audit-"))

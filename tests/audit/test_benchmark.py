@@ -31,3 +31,18 @@ def test_benchmark_refuses_zero_rounds_with_a_usage_error(tmp_path: Path) -> Non
     """Regression: ``--rounds 0`` used to crash in ``max([])`` after doing the work."""
     proc = run("--rounds", "0", cwd=tmp_path)
     assert proc.returncode == 2 and "--rounds must be at least 1" in proc.stderr
+
+
+def test_benchmark_compares_with_a_git_ref_in_the_same_run(tmp_path: Path) -> None:
+    """``--baseline REF`` prints each trail row for both trees and their ratio."""
+    proc = run("--baseline", "HEAD", "--events", "5", "--durable-events", "2", "--concurrency", "2", "--rounds", "1",
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if "ratio" in line]
+    assert [r.split()[0] for r in rows] == ["batch", "batch_cpu_us", "nosql", "nosql_cpu_us", "durable_1", "durable_2"]
+    assert all(float(r.rsplit("ratio", 1)[1]) > 0 for r in rows)
+
+
+def test_benchmark_names_a_ref_it_cannot_read(tmp_path: Path) -> None:
+    proc = run("--baseline", "no-such-ref-here", "--events", "5", "--rounds", "1", cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot read no-such-ref-here" in proc.stderr
