@@ -51,6 +51,9 @@ for line in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 '''
 
+ECHO_TOOLS = 9
+"""Tools `checkrein.testing.echo_server` lists by default (update it when the echo server gains one)."""
+
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -142,7 +145,7 @@ def main() -> None:
             rows[f"baseline serve, {args.servers} ready"] = (
                 first_listing, [args.baseline, "serve", "-c", str(ready)], 4 * args.servers)
         if not args.no_sdk:
-            rows[f"serve, {args.servers} SDK servers"] = (first_listing, [checkrein, "serve", "-c", str(sdk)], 8 * args.servers)
+            rows[f"serve, {args.servers} SDK servers"] = (first_listing, [checkrein, "serve", "-c", str(sdk)], ECHO_TOOLS * args.servers)
         times: dict[str, list[float]] = {name: [] for name in rows}
         for rnd in range(args.rounds):
             order = list(rows) if rnd % 2 == 0 else list(reversed(rows))
