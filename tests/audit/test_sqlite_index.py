@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from checkrein.audit.query import EventFilter, count_events
+from checkrein.audit.sqlite_index import SqliteIndex
 
 from .helpers import make_record, write_log
 
@@ -34,3 +35,19 @@ def test_an_older_index_file_is_migrated_when_a_writer_opens_it(tmp_path: Path) 
     assert {"events_tool_duration", "events_outcome_rule", "events_call_server", "events_call_user"} <= names
     assert not {"events_tool", "events_outcome"} & names
     assert count_events(d, EventFilter(server="fs")) == 8
+
+
+def test_a_batch_meeting_rows_already_indexed_replaces_them(tmp_path: Path) -> None:
+    """The plain insert refuses a seq already there; the batch is then written with replace, whole."""
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(3)])
+    index = SqliteIndex(d)
+    try:
+        rows = list(index._db.execute("SELECT * FROM events ORDER BY seq"))
+        top = rows[-1][0]
+        changed = [(*rows[-1][:-2], "f" * 64, rows[-1][-1]), (top + 1, *rows[-1][1:])]
+        index.insert(changed)
+        got = list(index._db.execute("SELECT seq, hash FROM events WHERE seq >= ? ORDER BY seq", (top,)))
+    finally:
+        index.close()
+    assert got == [(top, "f" * 64), (top + 1, rows[-1][-2])]
