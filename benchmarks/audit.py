@@ -113,8 +113,9 @@ def baseline_sqlite(directory: Path, line: str, n: int) -> float:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(_SCHEMA)
+    size = len(line.encode()) + 1
     rows = [(i, "call", "2026-11-30T00:00:00.000000Z", f"s{i % 8}", f"{i:032x}", "read_file", "files__read_file",
-             "ok", "default-allow", 1.25, "ab" * 32, line) for i in range(n)]
+             "files", "alice", "ok", "default-allow", 1.25, "ab" * 32, 1, i * size, size - 1) for i in range(n)]
     t0 = time.perf_counter()
     db.execute("BEGIN")
     db.executemany(_INSERT, rows)

@@ -149,7 +149,7 @@ def test_server_and_user_filters_use_their_indexes(indexed: Path) -> None:
     db = sqlite3.connect(indexed / "index.sqlite")
     try:
         for expr, name in ((SERVER_EXPR, "events_call_server"), (USER_EXPR, "events_call_user")):
-            plan = db.execute(f"EXPLAIN QUERY PLAN SELECT line FROM events WHERE type = 'call' AND {expr} = ?", ("x",))
+            plan = db.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM events WHERE type = 'call' AND {expr} = ?", ("x",))
             assert any(name in str(row[3]) for row in plan)
     finally:
         db.close()

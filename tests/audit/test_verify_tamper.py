@@ -281,7 +281,7 @@ def test_index_disagreeing_with_the_chain_is_invalid(signed_log: tuple[Path, Pat
     work = tmp_path / "log"
     shutil.copytree(d, work)
     db = sqlite3.connect(work / "index.sqlite")
-    db.execute("UPDATE events SET line = replace(line, 'trace-3', 'trace-X') WHERE seq = 4")
+    db.execute("UPDATE events SET trace_id = 'trace-X' WHERE seq = 4")
     db.commit()
     db.close()
     report = verify_log(work)

@@ -26,7 +26,7 @@ from checkrein.errors import AuditError
 from .event import format_time
 from .schema import OUTCOMES
 from .segments import INDEX_FILE, iter_lines, list_segments
-from .sqlite_index import SERVER_EXPR, USER_EXPR
+from .sqlite_index import SERVER_EXPR, USER_EXPR, events_at
 
 __all__ = [
     "CallBreakdown",
@@ -242,22 +242,26 @@ def _where(flt: EventFilter) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
+_PLACE = "seq, segment, offset, length"
+"""Where an event's line is: the index holds no copy of it (`events_at` reads the segment)."""
+
+
 def _query_sqlite(index: Path, flt: EventFilter, limit: int | None, first: bool) -> list[dict[str, Any]]:
     where, params = _where(flt)
     if limit:
         # Pick the seqs first (from an index alone where one covers the filter), then read only
         # those lines: an index ordered by (outcome, rule_id) is not in seq order within an outcome.
         order = "ASC" if first else "DESC"
-        sql = (f"SELECT seq, line FROM events WHERE seq IN (SELECT seq FROM events{where} ORDER BY seq {order} LIMIT ?)"
+        sql = (f"SELECT {_PLACE} FROM events WHERE seq IN (SELECT seq FROM events{where} ORDER BY seq {order} LIMIT ?)"
                f" ORDER BY seq {order}")
         params.append(limit)
     else:
-        sql = "SELECT seq, line FROM events" + where + " ORDER BY seq"
+        sql = f"SELECT {_PLACE} FROM events" + where + " ORDER BY seq"
     with _read_only(index) as db:
         rows = db.execute(sql, params).fetchall()
     if limit and not first:
         rows.reverse()
-    return [json.loads(row[1]) for row in rows]
+    return events_at(index.parent, rows)
 
 
 def _scan(directory: Path) -> Iterator[dict[str, Any]]:

@@ -30,6 +30,7 @@ __all__ = [
     "TailState",
     "fsync_dir",
     "iter_lines",
+    "iter_located_lines",
     "lock_directory",
     "list_segments",
     "scan_tail",
@@ -152,6 +153,22 @@ def iter_lines(directory: Path, start_seq: int = 0) -> Iterator[tuple[int, bytes
                     return
                 if seq >= start_seq:
                     yield seq, raw[:-1]
+                seq += 1
+
+
+def iter_located_lines(directory: Path, start_seq: int = 0) -> Iterator[tuple[int, int, int, bytes]]:
+    """(seq, segment index, byte offset in that segment, line without newline) of every complete
+    line from ``start_seq`` on, across segments."""
+    seq = 0
+    for index, path in list_segments(directory):
+        offset = 0
+        with path.open("rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    return
+                if seq >= start_seq:
+                    yield seq, index, offset, raw[:-1]
+                offset += len(raw)
                 seq += 1
 
 

@@ -1,11 +1,14 @@
 """The SQLite copy of the log: an index for queries, rebuilt from the JSONL chain at will.
 
-One table ``events`` keyed by ``seq`` holding each stored line verbatim plus the columns queries
-filter on (time, session, trace, tool, outcome). Only calls have an outcome and a duration, so
-the (outcome, rule) and (tool, duration) indexes cover the web view's charts; its server and
-user filters use indexes over expressions of the line (older `events_tool` / `events_outcome`
-indexes are replaced when a writer opens the file). WAL mode; ``synchronous=NORMAL`` because the
-JSONL segments, not this file, are what must survive a crash.
+One table ``events`` keyed by ``seq`` holding the columns queries filter on (time, session, trace,
+tool, server, user, outcome, rule, duration) and where the event's line is: its segment, byte
+offset and length. The line itself is read from the segment (`events_at`), never copied here: an
+index written before (with a ``line`` column) is dropped and rebuilt from the segments when a
+writer opens it. Only calls have an outcome and a duration, so the (outcome, rule) and (tool,
+duration) indexes cover the web view's charts; its server and user filters have partial indexes
+over calls (older `events_tool` / `events_outcome` indexes are replaced when a writer opens the
+file). WAL mode; ``synchronous=NORMAL`` because the JSONL segments, not this file, are what must
+survive a crash.
 """
 
 from __future__ import annotations
@@ -20,18 +23,31 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .segments import INDEX_FILE, iter_lines, lock_directory
+from .segments import INDEX_FILE, iter_located_lines, lock_directory, segment_name
 
-__all__ = ["SERVER_EXPR", "USER_EXPR", "IndexWorker", "Row", "SqliteIndex", "rebuild_index", "row_for"]
+__all__ = [
+    "INDEX_COLUMNS", "SERVER_EXPR", "USER_EXPR", "Fields", "IndexMismatch", "IndexWorker", "Row", "SqliteIndex", "events_at",
+    "rebuild_index", "row_for", "row_from_line",
+]
 
 log = logging.getLogger("checkrein.audit")
 
-Row = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, float | None, str, str]
+Fields = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, str | None,
+               str | None, float | None, str]
+"""An event's indexed columns, ``seq`` to ``hash`` (`row_for`)."""
+Row = tuple[int, str, str, str | None, str | None, str | None, str | None, str | None, str | None, str | None,
+            str | None, float | None, str, int, int, int]
+"""`Fields` plus where the line is: segment index, byte offset, length without the newline."""
 
-SERVER_EXPR = "json_extract(line, '$.server')"
-USER_EXPR = "json_extract(line, '$.identity.user')"
-"""Indexed expressions: a query must spell them exactly for SQLite to use their indexes."""
+SERVER_EXPR = "server"
+USER_EXPR = "identity_user"
+"""The server and user columns: a query must spell them (with ``type = 'call'``) for SQLite to use
+their partial indexes."""
 
+INDEX_COLUMNS = (
+    "seq", "type", "time", "session_id", "trace_id", "tool", "exposed_name", "server", "identity_user", "outcome",
+    "rule_id", "duration_ms", "hash", "segment", "offset", "length",
+)
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
@@ -41,11 +57,15 @@ CREATE TABLE IF NOT EXISTS events (
     trace_id TEXT,
     tool TEXT,
     exposed_name TEXT,
+    server TEXT,
+    identity_user TEXT,
     outcome TEXT,
     rule_id TEXT,
     duration_ms REAL,
     hash TEXT NOT NULL,
-    line TEXT NOT NULL
+    segment INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_time ON events(time);
 CREATE INDEX IF NOT EXISTS events_session ON events(session_id);
@@ -58,30 +78,64 @@ CREATE INDEX IF NOT EXISTS events_call_server ON events({SERVER_EXPR}) WHERE typ
 CREATE INDEX IF NOT EXISTS events_call_user ON events({USER_EXPR}) WHERE type = 'call';
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_INSERT = "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-_REPLACE = "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+_VALUES = "VALUES (" + ",".join("?" * len(INDEX_COLUMNS)) + ")"
+_INSERT = "INSERT INTO events " + _VALUES
+_REPLACE = "INSERT OR REPLACE INTO events " + _VALUES
 """`_INSERT` is the hot path: ``OR REPLACE`` costs SQLite a slower insert into every index (37 vs 16 µs
 per row measured, docs/performance.md), so it runs only for a batch that meets a row already there."""
 
 
-def row_for(body: dict[str, Any], seq: int, hash_hex: str, line: bytes) -> Row:
-    """The index row of one event (``line`` without its newline)."""
+class IndexMismatch(sqlite3.DatabaseError):
+    """The index points at bytes of a segment that are not the event it names (stale or damaged:
+    `checkrein audit reindex` rebuilds it). A ``sqlite3.Error``, so readers fall back to the log."""
+
+
+def row_for(body: dict[str, Any], seq: int, hash_hex: str) -> Fields:
+    """The indexed columns of one event."""
     if body.get("type") == "call":
         decision = body.get("decision")
         rule = decision.get("rule_id") if isinstance(decision, dict) else None
+        ident = body.get("identity")
+        user = ident.get("user") if isinstance(ident, dict) else None
         return (
             seq, "call", body["time"], body.get("session_id"), body.get("trace_id"), body.get("tool"),
-            body.get("exposed_name"), body.get("outcome"), rule, body.get("duration_ms"), hash_hex,
-            line.decode("utf-8"),
+            body.get("exposed_name"), body.get("server"), user, body.get("outcome"), rule, body.get("duration_ms"),
+            hash_hex,
         )
     name = body.get("event") if body.get("type") == "lifecycle" else None
-    return (seq, str(body.get("type")), str(body.get("time")), None, None, None, name, None, None, None,
-            hash_hex, line.decode("utf-8"))
+    return (seq, str(body.get("type")), str(body.get("time")), None, None, None, name, None, None, None, None, None,
+            hash_hex)
 
 
-def _row_from_line(seq: int, line: bytes) -> Row:
+def row_from_line(seq: int, segment: int, offset: int, line: bytes) -> Row:
+    """The index row of the line at ``offset`` of segment ``segment`` (without its newline)."""
     body = json.loads(line)
-    return row_for(body, seq, str(body.get("hash")), line)
+    return (*row_for(body, seq, str(body.get("hash"))), segment, offset, len(line))
+
+
+def events_at(directory: Path, places: Iterable[tuple[int, int, int, int]]) -> list[dict[str, Any]]:
+    """The events at (seq, segment, offset, length) places the index gave, in that order, read
+    from the segments. Raises `IndexMismatch` when a place does not hold the event with its seq."""
+    fds: dict[int, int] = {}
+    out: list[dict[str, Any]] = []
+    try:
+        for seq, segment, offset, length in places:
+            fd = fds.get(segment)
+            if fd is None:
+                fd = fds[segment] = os.open(directory / segment_name(segment), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            data = os.pread(fd, length + 1, offset)
+            if len(data) != length + 1 or data[-1:] != b"\n":
+                raise IndexMismatch(f"{INDEX_FILE}: no line of {length} bytes at {segment_name(segment)}:{offset}")
+            event = json.loads(data)
+            if not isinstance(event, dict) or event.get("seq") != seq:
+                raise IndexMismatch(f"{INDEX_FILE}: seq {seq} is not at {segment_name(segment)}:{offset}")
+            out.append(event)
+    except (OSError, ValueError) as exc:
+        raise IndexMismatch(f"{INDEX_FILE}: cannot read an indexed line: {exc}") from None
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return out
 
 
 class SqliteIndex:
@@ -94,6 +148,12 @@ class SqliteIndex:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        columns = tuple(r[1] for r in self._db.execute("PRAGMA table_info(events)"))
+        if columns and columns != INDEX_COLUMNS:
+            # Written by an older version (the line stored in the row): the index is derived, so
+            # it is rebuilt from the segments (`catch_up` refills the empty table).
+            log.warning("audit index %s has an older schema: rebuilding it from the segments", self.path)
+            self._db.execute("DROP TABLE events")
         self._db.executescript(_SCHEMA)
 
     def log_id(self) -> str | None:
@@ -134,10 +194,10 @@ class SqliteIndex:
         start = self.max_seq() + 1
         added = 0
         batch: list[Row] = []
-        for seq, line in iter_lines(directory, start):
+        for seq, segment, offset, line in iter_located_lines(directory, start):
             if seq >= next_seq:
                 break
-            batch.append(_row_from_line(seq, line))
+            batch.append(row_from_line(seq, segment, offset, line))
             if len(batch) >= 5000:
                 self.insert(batch)
                 added += len(batch)
@@ -172,7 +232,7 @@ def _rebuild_locked(directory: Path) -> int:
     try:
         log_id: str | None = None
         count = 0
-        for count, (_, line) in enumerate(iter_lines(directory), start=1):
+        for count, (_, _, _, line) in enumerate(iter_located_lines(directory), start=1):
             if count == 1:
                 first = json.loads(line)
                 log_id = first.get("log_id") if isinstance(first, dict) else None

@@ -42,8 +42,9 @@ from .schema import (
     render,
     strict_loads,
 )
-from .segments import INDEX_FILE, SEGMENT_RE, iter_lines, list_segments
+from .segments import INDEX_FILE, SEGMENT_RE, iter_located_lines, list_segments
 from .signing import key_id, load_public_key, verify_signature
+from .sqlite_index import INDEX_COLUMNS, row_from_line
 from .tlog_policy import TlogPolicy
 from .witness import WitnessTransport
 from .witnessed import check_witnessed
@@ -421,19 +422,27 @@ def _check_sqlite(directory: Path, report: VerifyReport, live: bool, *, required
     except sqlite3.Error as exc:
         raise _Invalid(Problem(f"{INDEX_FILE} cannot be opened: {exc}", file=INDEX_FILE)) from None
     try:
-        rows = db.execute("SELECT seq, hash, line FROM events ORDER BY seq")
-        lines = iter_lines(directory)
+        if tuple(r[1] for r in db.execute("PRAGMA table_info(events)")) != INDEX_COLUMNS:
+            why = (f"{INDEX_FILE} has an older schema (written by an earlier version): the next writer to open "
+                   "the log rebuilds it, or `checkrein audit reindex`")
+            if required:
+                raise _Invalid(Problem(why, file=INDEX_FILE, kind="index_stale"))
+            report.warnings.append(why)
+            return
+        rows = db.execute(f"SELECT {', '.join(INDEX_COLUMNS)} FROM events ORDER BY seq")
+        lines = iter_located_lines(directory)
         for row in rows:
             item = next(lines, None)
             seq = row[0]
             if item is None:
                 raise _Invalid(Problem(f"{INDEX_FILE} holds seq {seq}, which the log does not (events cut from "
                                        "the log?)", seq, INDEX_FILE, kind="cut_back"))
-            lseq, line = item
+            lseq, segment, offset, line = item
             if seq != lseq:
                 raise _Invalid(Problem(f"{INDEX_FILE} lacks seq {lseq} (run `checkrein audit reindex`)", lseq, INDEX_FILE,
                                        kind="index_stale"))
-            if not isinstance(row[2], str) or row[2].encode("utf-8") != line or not isinstance(row[1], str) or not line.endswith(b'"' + row[1].encode() + b'"}'):
+            # Every column, and where the line is, must be what the line itself gives.
+            if tuple(row) != row_from_line(seq, segment, offset, line):
                 raise _Invalid(Problem(f"{INDEX_FILE} disagrees with the log at seq {seq}", seq, INDEX_FILE,
                                        kind="index_stale"))
         rest = next(lines, None)
@@ -448,3 +457,4 @@ def _check_sqlite(directory: Path, report: VerifyReport, live: bool, *, required
         raise _Invalid(Problem(f"{INDEX_FILE} unreadable: {exc}", file=INDEX_FILE)) from None
     finally:
         db.close()
+

@@ -30,7 +30,7 @@ from .event import EventFactory
 from .record import CallRecord, LifecycleRecord
 from .schema import check_event
 from .segments import LogFile, LogOpener, fsync_dir, segment_name
-from .sqlite_index import IndexWorker, Row, SqliteIndex, row_for
+from .sqlite_index import Fields, IndexWorker, Row, SqliteIndex, row_for
 
 __all__ = ["Waiter", "Writer"]
 
@@ -106,7 +106,8 @@ class Writer(threading.Thread):
         self._on_writable = on_writable
         self._lock_fd = lock_fd
         self._pending: list[bytes] = []
-        self._pending_rows: list[Row] = []
+        self._pending_rows: list[Fields] = []
+        """The index columns of each pending line (when indexing); where it lands is known once written."""
         self._pending_waiters: list[Waiter] = []
         self._publisher = publisher
         self._pending_checkpoints: list[tuple[int, bytes]] = []
@@ -267,7 +268,7 @@ class Writer(threading.Thread):
                 raise AuditError(f"audit writer built an invalid {body['type']} event: {problem}", code="audit.internal")
         self._pending.append(line)
         if self._index is not None:
-            self._pending_rows.append(row_for(body, seq, h, line[:-1]))
+            self._pending_rows.append(row_for(body, seq, h))
         if body["type"] == "checkpoint":
             self._c["checkpoints"] += 1
             self._next_timer = self._clock() + self._interval
@@ -314,12 +315,14 @@ class Writer(threading.Thread):
                 self._file.truncate(self._good_size)
                 self._dirty = False
             self._dirty = True
+            start = self._good_size
             self._file.write(data)
             self._file.sync()
             self._dirty = False
         except OSError as exc:
             self._enter_failing(exc)
             return False
+        self._index_rows(start)
         self._good_size += len(data)
         self._synced_seq += len(self._pending)
         self.synced = (self._segment, self._good_size, self._synced_seq)
@@ -338,15 +341,23 @@ class Writer(threading.Thread):
             published, self._pending_checkpoints = self._pending_checkpoints, []
             for size, root in published:
                 self._publisher.submit(size, root)
-        self._index_rows()
         if self._failing:
             self._leave_failing()
         return True
 
-    def _index_rows(self) -> None:
-        if self._index is not None and self._pending_rows:
-            rows, self._pending_rows = self._pending_rows, []
-            self._index.submit(rows)
+    def _index_rows(self, offset: int) -> None:
+        """Hand the index the rows of the pending lines just written at ``offset`` of the segment."""
+        if self._index is None or not self._pending_rows:
+            return
+        segment = self._segment
+        rows: list[Row] = []
+        append = rows.append
+        for fields, line in zip(self._pending_rows, self._pending, strict=True):
+            n = len(line)
+            append((*fields, segment, offset, n - 1))
+            offset += n
+        self._pending_rows = []
+        self._index.submit(rows)
 
     def _rotate(self) -> bool:
         nxt = self._segment + 1
