@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .secrets import SecretFinder, SecretLike, builtin_may_match, find_builtin_secrets
@@ -60,6 +60,7 @@ class Redactor:
         self,
         *,
         secret_finder: SecretFinder | None = None,
+        secret_prefilter: Callable[[str], bool] | None = None,
         extra_keys: Iterable[str] = (),
         max_chars: int = 512,
         max_items: int = 64,
@@ -68,6 +69,8 @@ class Redactor:
     ) -> None:
         self._injected = secret_finder
         self._finder: SecretFinder = _union(secret_finder) if secret_finder else find_builtin_secrets
+        self._may_find = secret_prefilter if secret_finder else None
+        """The injected finder's necessary condition: False only when it finds nothing in a text."""
         self._extra = tuple(_NORMALIZE.sub("", k.lower()) for k in extra_keys if k)
         self._max_chars = max_chars
         self._max_items = max_items
@@ -178,8 +181,10 @@ class Redactor:
         if len(text) > self._max_chars + _SCAN_SLACK:
             text = text[: self._max_chars + _SCAN_SLACK]
         try:
+            if not builtin_only and self._may_find is not None and not self._may_find(text):
+                builtin_only = True  # the injected finder provably finds nothing here
             spans = find_builtin_secrets(text) if builtin_only else self._finder(text)
-        except Exception:  # noqa: BLE001 - a broken finder must mask, not leak or crash the writer
+        except Exception:  # noqa: BLE001 - a broken finder (or prefilter) must mask, not leak or crash the writer
             self.finder_failures += 1
             return "[REDACTED:finder_error]", True
         if not spans:

@@ -261,6 +261,7 @@ def open_audit_trail(
     base_dir: Path,
     *,
     secret_finder: SecretFinder | None = None,
+    secret_prefilter: Callable[[str], bool] | None = None,
     clock: Callable[[], float] = time.time,
     opener: LogOpener | None = None,
     signing_key: SigningKey | None = None,
@@ -270,7 +271,9 @@ def open_audit_trail(
     writer. A torn tail is cut and recorded in an ``audit.recovery`` event; the chain continues.
 
     ``secret_finder`` is the policy engine's ``find_secrets`` when wired by the gate (default: the
-    built-in pattern set). ``opener`` replaces how segment files are opened (fault injection, see
+    built-in pattern set); ``secret_prefilter`` is that finder's necessary condition (False only
+    when it finds nothing in the text: the analyzer's ``may_find``), which spares the full scan of
+    most strings. ``opener`` replaces how segment files are opened (fault injection, see
     `checkrein.testing.faulty_file`). ``signing_key`` (from `prepare_signing_key`) overrides
     ``[audit] signing_key``; with a key, every checkpoint is also published as a C2SP signed note
     in ``checkpoints/`` and pushed to ``[audit.witness] urls`` (over ``witness_transport``,
@@ -291,7 +294,8 @@ def open_audit_trail(
         raise AuditUnavailable(f"cannot lock audit directory {directory}: {exc.strerror}") from None
     try:
         trail, writer = _prepare_locked(
-            settings, directory, signer, lock_fd, secret_finder, clock, opener, signing_key, witness_transport)
+            settings, directory, signer, lock_fd, secret_finder, clock, opener, signing_key, witness_transport,
+            secret_prefilter=secret_prefilter)
     except BaseException:
         os.close(lock_fd)
         raise
@@ -313,12 +317,15 @@ def _prepare_locked(
     opener: LogOpener | None,
     signing_key: SigningKey | None = None,
     witness_transport: WitnessTransport | None = None,
+    *,
+    secret_prefilter: Callable[[str], bool] | None = None,
 ) -> tuple[AuditTrailImpl, Writer]:
     try:
         tail = scan_tail(directory)
     except OSError as exc:
         raise AuditUnavailable(f"cannot read audit log in {directory}: {exc.strerror}") from None
-    redactor = Redactor(secret_finder=secret_finder, extra_keys=settings.redact_keys, max_chars=settings.preview_chars)
+    redactor = Redactor(secret_finder=secret_finder, secret_prefilter=secret_prefilter, extra_keys=settings.redact_keys,
+                        max_chars=settings.preview_chars)
     factory = EventFactory(redactor)
     trail = AuditTrailImpl(settings, directory, clock)
     now = clock()

@@ -70,13 +70,15 @@ def default_audit(config: Config) -> AuditTrail:
     from checkrein.audit import open_audit_trail
     from checkrein.audit.signing import prepare_signing_key
     from checkrein.policy.analyzers import find_secrets
+    from checkrein.policy.analyzers.secrets import may_find
 
     # Signed by default: the first serve creates the key beside the config (never in the audit dir).
     key = prepare_signing_key(config.audit, config.base_dir, config.source)
     if key is not None and key.created:
         print(f"checkrein: created audit signing key {key.path} (mode 0600; keep it out of version control; "
               "`checkrein audit vkey` prints what a witness needs)", file=sys.stderr)
-    return open_audit_trail(config.audit, config.base_dir, secret_finder=find_secrets, signing_key=key)
+    return open_audit_trail(config.audit, config.base_dir, secret_finder=find_secrets,
+                            secret_prefilter=lambda text: may_find(text, None), signing_key=key)
 
 
 def build_gate(

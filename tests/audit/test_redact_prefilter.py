@@ -1,0 +1,74 @@
+"""The redactor's prefilter for the injected finder (the policy analyzer's `may_find`) never masks
+less than running the finder on every string: Hypothesis over results built from secret pieces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkrein.audit.redact import Redactor
+from checkrein.policy.analyzers import find_secrets
+from checkrein.policy.analyzers.secrets import may_find
+
+# Pieces the finder keys on (providers' prefixes, keywords, separators, encodings, foreign words)
+# and the ordinary prose a result usually is.
+PIECES = [
+    "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key", "ghp_",
+    "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg1Saabcd", "github_pat_", "glpat-", "xoxb-", "sk-", "sk_live_", "AIza",
+    "eyJhbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiIxMjM0NTY3ODkwIn0", "Bearer ", "bearer", "https://", "user:",
+    "p4ss@", "host.example/", "reset?token=", "password", "Passwort", "mot de passe", "password is ", "pin is ",
+    "=", ":", "\"", "'", "`", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "MIIEow",
+    "cGFzc3dvcmQ9WnE4WHcyTG00TnA2", "Z2hwX1pxOFh3MkxtNE5wNlJ0MFZiM1ljNUhkN0pmOUtnMVNhYWJjZA==", "414b4941494f53464f444e4e374558414d504c45",
+    "hunter2hunter2", "s3cr3t!", "a b c d", "the quick brown fox", "line two", "\n", "\t", " ", "{", "}",
+    "abcdefghijklmnopqrst", "0123456789abcdef", "é", "пароль", "密码", "x", "/", "@", ";",
+]  # fmt: skip
+
+text = st.lists(st.sampled_from(PIECES), max_size=10).map("".join)
+result = st.builds(
+    lambda texts, flag: {"content": [{"type": "text", "text": t} for t in texts], "isError": flag},
+    st.lists(st.one_of(text, st.text(max_size=60)), min_size=1, max_size=3), st.booleans())
+
+
+def _pair() -> tuple[Redactor, Redactor]:
+    return (Redactor(secret_finder=find_secrets, secret_prefilter=lambda t: may_find(t, None)),
+            Redactor(secret_finder=find_secrets))
+
+
+FAST, FULL = _pair()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(result)
+def test_the_prefiltered_preview_equals_the_full_scan(value: dict[str, Any]) -> None:
+    """Same redacted copy, same pointers: the prefilter skips only strings the finder finds nothing in."""
+    assert FAST.preview(value, "/result/summary") == FULL.preview(value, "/result/summary")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(text, st.text(max_size=80)))
+def test_the_prefiltered_mask_text_equals_the_full_scan(value: str) -> None:
+    """Decision reasons and keys go through `mask_text`: identical with and without the prefilter."""
+    assert FAST.mask_text(value) == FULL.mask_text(value)
+
+
+def test_secrets_in_a_result_are_masked_with_the_prefilter() -> None:
+    """The fixture pieces are caught: a key, a token in a link, a password, an encoded key."""
+    for secret in ("AKIAIOSFODNN7EXAMPLE", "https://app.example/reset?token=Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7",
+                   "password: hunter2hunter2", "cGFzc3dvcmQ9WnE4WHcyTG00TnA2"):
+        value = {"content": [{"type": "text", "text": f"here: {secret}\nbye"}]}
+        out, pointers = FAST.preview(value, "/r")
+        assert pointers == ["/r/content/0/text"], secret
+        assert secret not in str(out)
+        assert (out, pointers) == FULL.preview(value, "/r")
+
+
+def test_a_failing_prefilter_masks_instead_of_leaking() -> None:
+    """An exception in the prefilter is a finder failure: the string is masked whole and counted."""
+    def broken(text: str) -> bool:
+        raise RuntimeError(text)
+
+    r = Redactor(secret_finder=find_secrets, secret_prefilter=broken)
+    assert r.mask_text("an ordinary sentence") == ("[REDACTED:finder_error]", True)
+    assert r.finder_failures == 1
