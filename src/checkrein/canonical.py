@@ -48,8 +48,14 @@ _OPTIONS = (
 _ONE_DIGIT_EXPONENT = re.compile(rb"e-[0-9](?:[,}\]]|\Z)")
 
 
+# A number token orjson wrote as "0.0000...": it ends where the token does (`,`, `}`, `]` or the end
+# of the output; compact output has no spaces), which text inside a string such as a timestamp
+# ("...:10.000012Z") does not, so those no longer take the slow path.
+_ZERO_RUN = re.compile(rb"0\.0000[0-9]*(?:[eE][-+]?[0-9]+)?(?:[,}\]]|\Z)")
+
+
 def _maybe_small_float(out: bytes) -> bool:
-    if b"0.0000" in out:
+    if b"0.0000" in out and _ZERO_RUN.search(out) is not None:
         return True
     return any(out[m.start() - 1] in b"0123456789" for m in _ONE_DIGIT_EXPONENT.finditer(out) if m.start())
 

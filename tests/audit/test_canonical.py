@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from checkrein.canonical import Canonical, canonical_json, canonical_json_built
+from checkrein.canonical import Canonical, _maybe_small_float, canonical_json, canonical_json_built
 
 
 def reference(value: Any) -> bytes:
@@ -123,3 +123,30 @@ def test_circular_reference_raises_like_the_reference() -> None:
     value.append(value)
     with pytest.raises(ValueError, match="Circular reference"):
         canonical_json(value)
+
+
+# Stored times whose seconds end in 0 and microseconds start with 0000 ("...:10.000012Z"), which
+# used to send a whole event to the slow path; durations and argument floats of every size.
+_times = st.builds(
+    lambda sec, micros: f"2026-12-02T05:4{sec % 6}:{sec % 6}0.{micros:06d}Z", st.integers(0, 59), st.integers(0, 99))
+_event = st.fixed_dictionaries({
+    "time": _times | st.just("2026-12-02T05:40:00.000000Z"),
+    "duration_ms": st.floats(0, 1e6, allow_nan=False) | st.floats(1e-12, 1e-3),
+    "seq": st.integers(0, 2**40),
+    "args_preview": st.dictionaries(st.text(max_size=8), floats.filter(lambda f: f == f and abs(f) != float("inf"))
+                                    | any_text.filter(lambda s: s.encode("utf-8", "surrogatepass") == s.encode("utf-8", "ignore"))
+                                    | st.integers(), max_size=4),
+    "reasons": st.lists(st.sampled_from(["0.00001", "x 0.0000", "10.000001,", "7e-6]", "1e-05"]), max_size=3),
+})
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(_event)
+def test_event_shapes_render_as_the_reference_and_times_keep_the_fast_path(event: dict[str, Any]) -> None:
+    """Byte equality with the reference on event shapes; a timestamp alone never costs the slow path."""
+    assert canonical_json_built(event) == reference(event)
+    plain = {"time": event["time"], "seq": event["seq"], "reasons": [r for r in event["reasons"] if "," not in r
+                                                                      and "]" not in r]}
+    out = orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
+    assert out == reference(plain)
+    assert not _maybe_small_float(out)
