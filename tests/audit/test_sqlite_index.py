@@ -6,13 +6,15 @@ import json
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
+from checkrein.audit import open_audit_trail
 from checkrein.audit.query import EventFilter, count_events, query_events
 from checkrein.audit.sqlite_index import INDEX_COLUMNS, IndexMismatch, SqliteIndex, events_at
 from checkrein.audit.verify import verify_log
 
-from .helpers import make_record, read_lines, write_log
+from .helpers import make_record, read_lines, settings, write_log
 
 
 def _indexes(d: Path) -> set[str]:
@@ -136,3 +138,28 @@ def test_an_index_pointing_at_the_wrong_bytes_is_caught(tmp_path: Path) -> None:
     assert query_events(d, EventFilter(calls_only=True)) == expected
     report = verify_log(d)
     assert report.exit_code == 1 and report.problem is not None and report.problem.seq == 3
+
+
+def test_a_trickle_of_events_reaches_the_index_without_closing(tmp_path: Path) -> None:
+    """Sequential durable events are gathered into larger transactions, yet each reaches the index
+    while the trail stays open (bounded wait on the row count), and closing does not wait."""
+    d = tmp_path / "audit"
+
+    async def run() -> int:
+        trail = open_audit_trail(settings(d, durability="durable"), tmp_path)
+        for i in range(5):
+            await trail.record_call(make_record(i))
+        with anyio.fail_after(20):
+            while True:
+                try:
+                    n = count_events(d, EventFilter(calls_only=True))
+                except sqlite3.Error:
+                    n = 0
+                if n == 5:
+                    break
+                await anyio.sleep(0.01)
+        await trail.record_call(make_record(5))
+        await trail.aclose()
+        return int(count_events(d, EventFilter(calls_only=True)) or 0)
+
+    assert anyio.run(run) == 6
