@@ -3,12 +3,14 @@ less than running the finder on every string: Hypothesis over results built from
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkrein.audit.redact import Redactor
+from checkrein.canonical import canonical_json
 from checkrein.policy.analyzers import find_secrets
 from checkrein.policy.analyzers.secrets import may_find
 
@@ -72,3 +74,26 @@ def test_a_failing_prefilter_masks_instead_of_leaking() -> None:
     r = Redactor(secret_finder=find_secrets, secret_prefilter=broken)
     assert r.mask_text("an ordinary sentence") == ("[REDACTED:finder_error]", True)
     assert r.finder_failures == 1
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(result | st.dictionaries(st.sampled_from(["q", "path", "note", "a_rather_long_key_name", "token"]),
+                                st.one_of(text, st.integers(), st.lists(text, max_size=3)), max_size=4))
+def test_a_value_kept_whole_is_one_the_full_scan_masks_nothing_in(value: dict[str, Any]) -> None:
+    """`fits_whole` (strings asked one by one, escapes and all) says keep-as-is only where the full
+    per-string scan masks nothing and copies the value unchanged."""
+    doc = canonical_json(value)
+    if FAST.fits_whole(doc, value):
+        assert FULL.preview(value, "/p") == (json.loads(doc), [])
+    if FULL.fits_whole(doc, value):  # the document-wide rule without the prefilter agrees
+        assert FAST.fits_whole(doc, value) or FAST.preview(value, "/p") == (json.loads(doc), [])
+
+
+def test_a_result_with_newlines_and_nothing_to_mask_is_kept_whole() -> None:
+    """The common tool result (prose with line breaks) no longer takes the walk; one with a
+    password in it still does."""
+    value = {"content": [{"type": "text", "text": "line one\nline two with words\n"}], "isError": False}
+    assert FAST.fits_whole(canonical_json(value), value)
+    assert not FULL.fits_whole(canonical_json(value), value)  # escapes defeat the document-wide rule
+    leaky = {"content": [{"type": "text", "text": "line one\npassword: hunter2hunter2\n"}], "isError": False}
+    assert not FAST.fits_whole(canonical_json(leaky), leaky)

@@ -115,12 +115,20 @@ class Redactor:
             return False
         text = document.decode("utf-8")
         injected = None if scanned else self._injected
+        may_find = self._may_find if injected is not None else None
         # Without backslashes every string's text appears verbatim in the document, so a finder
-        # that matches nothing in the document matches nothing in any string.
-        if (injected is not None and "\\" in text) or builtin_may_match(text):
+        # that matches nothing in the document matches nothing in any string. With the finder's
+        # prefilter, each string is asked instead (escapes then do not matter).
+        if (injected is not None and may_find is None and "\\" in text) or builtin_may_match(text):
             return False
-        if self._any_sensitive_key(value, long_keys=scanned and self._injected is not None):
+        if self._any_sensitive_key(value, long_keys=(scanned or may_find is not None) and self._injected is not None):
             return False
+        if may_find is not None:
+            # Exactly the strings `preview` would hand the finder (shorter ones it keeps unscanned).
+            try:
+                return not any(may_find(s) for s in _strings(value) if len(s) >= _MIN_SECRET)
+            except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
+                return False
         if injected is not None:
             try:
                 if injected(text):
@@ -310,6 +318,21 @@ class _Walk:
             text = f"{text[:limit]}…[+{len(s) - limit} chars]"
         self._budget -= min(len(text), limit)
         return text
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string value (not key) inside ``value``."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+    return out
 
 
 def _union(injected: SecretFinder) -> SecretFinder:
