@@ -147,3 +147,34 @@ def test_the_foreign_family_prefilter_never_finds_less(parts: list[str]) -> None
     text = " ".join(parts).lower()
     got = sorted((s.pos, s.evidence.split("]")[0][1:]) for s in _foreign_family(text))
     assert got == sorted(_foreign_family_without_prefilter(text))
+
+
+def _needle_words() -> list[str]:
+    from checkrein.policy.injection.phrases import NEEDLES
+
+    return [n for p in NEEDLES.phrases for n in p.needles]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(_needle_words())), max_size=10), st.sampled_from(["", " ", "x"]))
+def test_the_word_finder_finds_exactly_the_words_that_occur(parts: list[str], joint: str) -> None:
+    """One trie pass (`WordFinder.present`) reports the same needles as a substring test of each."""
+    from checkrein.policy.injection.phrase import WordFinder
+    from checkrein.policy.injection.phrases import NEEDLES
+
+    text = joint.join(parts)
+    words = sorted(set(_needle_words()))
+    assert WordFinder(words).present(text) == {w for w in words if w in text}
+    in_text = {n for n in NEEDLES._needles["text"] if n in text}
+    in_folded = {n for n in NEEDLES._needles["folded"] if n in text}
+    expected = [p for p in NEEDLES.phrases if not (in_folded if p.view == "folded" else in_text).isdisjoint(p.needles)]
+    assert NEEDLES.candidates(text, text) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(" \n\t\r\x0b\x0c\x1c\x1f\u00a0\u2003ab.")), max_size=40) | st.text(max_size=40))
+def test_the_whitespace_collapse_shortcut_is_the_two_substitutions(text: str) -> None:
+    """`_collapse` skips substitutions only when they cannot match: same result as always running them."""
+    from checkrein.policy.injection.normalize import _NEWLINES_RE, _SPACES_RE, _collapse
+
+    assert _collapse(text) == _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", text))

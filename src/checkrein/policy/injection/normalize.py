@@ -33,6 +33,23 @@ _CONTROL_ESCAPES = {"n": "\n", "r": "\n", "t": " "}
 # Only runs that need a change match (a lone space is left alone), so ordinary text costs no substitutions.
 _SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
 _NEWLINES_RE = re.compile(r" ?\n\s+| \n")
+# The ASCII whitespace other than space and newline (`\s` of a `str` pattern: `str.isspace`).
+_ODD_ASCII_SPACE_RE = re.compile("[\t\r\x0b\x0c\x1c-\x1f]")
+
+
+def _collapse(s: str) -> str:
+    """`_SPACES_RE` then `_NEWLINES_RE` substitutions, skipped when they cannot match (exact).
+
+    In ASCII text `_SPACES_RE` matches only a double space or an odd whitespace character; after
+    it, the only whitespace left is space and newline, so `_NEWLINES_RE` needs ` \n`, `\n\n` or
+    `\n ` (a test holds this to the two substitutions on every kind of text)."""
+    if not s.isascii():
+        return _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", s))
+    if "  " in s or _ODD_ASCII_SPACE_RE.search(s) is not None:
+        s = _SPACES_RE.sub(" ", s)
+    if "\n" in s and (" \n" in s or "\n\n" in s or "\n " in s):
+        s = _NEWLINES_RE.sub("\n", s)
+    return s
 
 # Latin look-alikes (Cyrillic, Greek, IPA) and leetspeak, applied only to the `folded` view that
 # English phrases are matched against; other languages are matched on `text`, which keeps its script.
@@ -115,7 +132,5 @@ def normalize(raw: str) -> Views:
             s = _TAG_RUN_RE.sub("", s)
         if invisible or bidi:
             s = s.translate(_DELETE)
-    s = unicodedata.normalize("NFKC", s).casefold()
-    s = _SPACES_RE.sub(" ", s)
-    s = _NEWLINES_RE.sub("\n", s)
+    s = _collapse(unicodedata.normalize("NFKC", s).casefold())
     return Views(text=s, folded=s.translate(_FOLD), hidden=Hidden(invisible, in_words, bidi, tags))

@@ -1,12 +1,41 @@
-"""`Phrase`: one regex signal behind cheap substring prefilters, with its weight."""
+"""`Phrase`: one regex signal behind cheap substring prefilters, with its weight; `WordFinder`:
+which of a set of literal words occur in a text, in one regex pass."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["NeedleIndex", "Phrase", "View", "phrase"]
+from checkrein._trie import trie_regex
+
+__all__ = ["NeedleIndex", "Phrase", "View", "WordFinder", "phrase"]
+
+
+class WordFinder:
+    """The set of ``words`` that occur in a text (as substrings), in one left-to-right regex pass
+    instead of one substring search per word.
+
+    Exact: a zero-width lookahead tries the trie of every word at every position and captures the
+    longest word starting there; every word that also starts there is a prefix of it, and every
+    word inside a found word occurs too, so each found word brings its `_inside` closure (the
+    words it contains). A word occurring at some position is therefore always reported."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(sorted({w for w in words if w}))
+        self._regex = re.compile("(?=(" + trie_regex(self.words) + "))") if self.words else None
+        self._inside = {w: frozenset(v for v in self.words if v in w) for w in self.words}
+
+    def present(self, text: str) -> set[str]:
+        """The words of this finder that occur in ``text`` (the same as ``{w for w in words if w in text}``)."""
+        found: set[str] = set()
+        if self._regex is None:
+            return found
+        inside = self._inside
+        for hit in set(self._regex.findall(text)):
+            found |= inside[hit]
+        return found
 
 View = Literal["text", "folded"]
 
@@ -38,11 +67,12 @@ class NeedleIndex:
             view: tuple(sorted({n for p in phrases if p.view == view for n in p.needles}))
             for view in ("text", "folded")
         }
+        self._finders = {view: WordFinder(needles) for view, needles in self._needles.items()}
 
     def candidates(self, text: str, folded: str) -> list[Phrase]:
-        """The phrases whose needles occur in their view."""
-        in_text = {n for n in self._needles["text"] if n in text}
-        in_folded = {n for n in self._needles["folded"] if n in folded}
+        """The phrases whose needles occur in their view (one `WordFinder` pass per view)."""
+        in_text = self._finders["text"].present(text)
+        in_folded = self._finders["folded"].present(folded)
         return [
             p
             for p in self.phrases
