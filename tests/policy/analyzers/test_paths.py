@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 from _analyzer_helpers import kinds_of, scan_one
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from checkrein.policy.analyzers import ScanContext
+from checkrein.policy.analyzers import ScanContext, paths
 from checkrein.policy.analyzers.paths import check_path
 
 
@@ -94,3 +96,32 @@ def test_untyped_values_still_catch_unambiguous_traversal(value: str) -> None:
 )
 def test_untyped_relative_paths_with_sensitive_looking_words_are_clean(value: str) -> None:
     assert kinds_of(scan_one(value), "paths") == set()
+
+
+_ROUTE_ROOTS = ["/srv/data", "/workspace/data", "/srv/data/", "/", "/etc", "data", "C:\\data", "/srv/a..;b", "/srv/Data", "//srv/data"]
+_ROUTE_NAMES = sorted(
+    {*paths._NAMED, "reports", "q3", "revenue-by-region.csv", "a.b", "x", "ETC", "Passwd", "id_rsa.bak", "key.pem", "vault.kdbx",
+     "file.", "passwd.", "..", ".", "", "0x2e", "a..b", ".env.prod", "a b", "a:b", "~", "%2e", "data", "srv", "workspace"}
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(_ROUTE_ROOTS), max_size=2).map(lambda extra: ["/srv/data", *extra]),
+    st.sampled_from(["/srv/data"] * 4 + ["/workspace/data", "/srv", "", "/etc", "/srv/Data", "/srv/database"]),
+    st.lists(st.sampled_from(_ROUTE_NAMES) | st.text(alphabet="abcXYZ019_-", min_size=1, max_size=8) | st.text(alphabet="abc._-", max_size=4), max_size=5),
+    st.sampled_from(["", "", "", "/", "."]),
+)
+def test_the_plain_path_route_reports_what_the_general_check_reports(roots: list[str], head: str, names: list[str], tail: str) -> None:
+    """`check_path`'s fast route for a clean path inside a root agrees with the general check."""
+    value = head + "".join("/" + n for n in names) + tail
+    ctx = ScanContext(path_roots=tuple(roots))
+    assert paths.check_path([value], "/p", "path", ctx) == paths._check_path([value], "/p", "path", ctx)
+
+
+def test_the_plain_path_route_is_taken_for_a_clean_path_and_not_for_a_named_one() -> None:
+    """The route answers for a clean path under a root and defers for names the stores know."""
+    roots = ("/workspace/data",)
+    assert paths._plain_inside("/workspace/data/reports/2026/q3/revenue-by-region.csv", roots)
+    for value in ("/workspace/data/.ssh/id_rsa", "/workspace/data/a/id_rsa.bak", "/workspace/data/windows/system32", "/workspace/database/x", "/workspace/data/x/../../etc"):
+        assert not paths._plain_inside(value, roots)

@@ -20,7 +20,7 @@ from checkrein.policy.decision import Finding
 
 from .api import ScanContext, char_class
 from .evidence import excerpt
-from .stores import credential_store, credential_store_in, home_paths
+from .stores import STORE_NAMES, STORE_SUFFIXES, credential_store, credential_store_in, home_paths
 
 __all__ = ["TRIGGERS", "check_path", "may_find", "normalize_path"]
 
@@ -308,8 +308,51 @@ def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None)
     return len(value) >= 12 and value.isalnum()
 
 
+# A plain absolute path: `/`-separated segments of ASCII letters, digits, `_`, `-` and `.`, none
+# starting with a dot (so no `.`, `..`, hidden or `.env`-style names) or longer than 255.
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,254})+")
+# Every segment name that `_sensitive`, `credential_store` or the server-config test can react to.
+_NAMED = frozenset(
+    {*_SENSITIVE_NAMES, *_SENSITIVE_CHILDREN, *_SERVER_CONFIGS, *STORE_NAMES}
+)
+_NAMED_SUFFIXES = STORE_SUFFIXES
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
+    """The configured roots that are plain absolute paths, as `_within` reads them (normalized)."""
+    out: list[str] = []
+    for root in roots:
+        rdrive, r, rsegs = _root(root)
+        if not rdrive and ".." not in r and _PLAIN_PATH.fullmatch(r) is not None and rsegs == tuple(r.split("/")[1:]):
+            out.append(r)
+    return tuple(out)
+
+
+def _plain_inside(raw: str, roots: tuple[str, ...]) -> bool:
+    """True only when the strict `check_path` of ``raw`` alone is certainly empty apart from its
+    base64 test: a plain path (no `..`, hex literal, percent sign, colon, space, `~`, backslash or
+    NUL), at or under a plain configured root (so `_within` holds and no system directory counts),
+    none of whose segment names the sensitive-file or credential-store tests know (a test holds
+    this fast route to the general check)."""
+    if ".." in raw or "0x" in raw or "0X" in raw or _PLAIN_PATH.fullmatch(raw) is None:
+        return False
+    if not any(raw == r or raw.startswith(r + "/") for r in _plain_roots(roots)):
+        return False
+    # What `_segment_name` and `stores._windows_name` make of a plain segment.
+    names = [seg.rstrip(".") for seg in raw.lower().split("/")[1:]]
+    return _NAMED.isdisjoint(names) and not names[-1].endswith(_NAMED_SUFFIXES)
+
+
 def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
     """Path findings for one argument value given its decoded forms (raw first)."""
+    if kind == "path" and len(forms) == 1 and ctx.path_roots and _plain_inside(forms[0], ctx.path_roots) and not _base64_path(forms[0]):
+        return []  # the common clean path inside a root: what the general check would conclude
+    return _check_path(forms, pointer, kind, ctx)
+
+
+def _check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+    """`check_path` without its fast route (the general check)."""
     strict = kind == "path"
     if not strict and not any(_PATHISH.search(f) for f in forms) and not (len(forms[0]) >= 12 and forms[0].isalnum()):
         return []  # no separator, dot, colon, tilde, percent or NUL: nothing here can name a file

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["credential_store", "credential_store_in", "home_paths"]
+__all__ = ["STORE_NAMES", "STORE_SUFFIXES", "credential_store", "credential_store_in", "home_paths"]
 
 # Directories (consecutive segments) under which every file is a credential store.
 _STORE_DIRS: tuple[tuple[str, ...], ...] = (
@@ -93,6 +93,14 @@ def _leaf_store(name: str, parents: Sequence[str]) -> str | None:
     if name in _BROWSER_FILES and _BROWSER_DIRS.intersection(parents):
         return name
     return None
+
+
+STORE_NAMES = frozenset(
+    {*_STORE_DIR_HEADS, *_STORE_FILES, *_FILE_PARENTS, *_BROWSER_FILES, "sam", "security", "system"}
+)
+"""Every segment name `credential_store` can react to, apart from the names ending in `STORE_SUFFIXES`
+or starting with `.env.`: a path with none of them reaches no credential store."""
+STORE_SUFFIXES = (*_STORE_EXTENSIONS, *_BACKUP_SUFFIXES)
 
 
 def _windows_name(segment: str) -> str:
