@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from checkrein.config.policy import ArgKind
 from checkrein.policy.analyzers import ScanContext, paths, scan_arguments, secrets, shell, sql
-from checkrein.policy.analyzers.scan import PREFILTERS, TRIGGERS
+from checkrein.policy.analyzers.scan import PREFILTERS, QUIET_WORD, TRIGGERS, scan_value
 from checkrein.policy.analyzers.verdicts import VerdictCache
 
 KINDS: list[ArgKind | None] = [None, "path", "url", "command", "query", "secret"]
@@ -206,3 +206,17 @@ def test_boolean_tautologies_pass_the_guard_and_are_reported(value: str) -> None
     """The guarded regex still fires on the tautologies it exists for."""
     assert sql._BOOLEAN_WORDS.search(value.lower()) is not None
     assert sql.may_find(value, None)
+
+
+_QUIET_VALUES = st.from_regex(QUIET_WORD, fullmatch=True).filter(lambda v: len(v) < 12 and v.isascii())
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.one_of(_QUIET_VALUES, st.sampled_from(["utf-8", "latin-1", "en-gb", "finance", "x-1", "ab-cd12", "oracle", "truest"])))
+def test_a_quiet_word_is_clean_under_the_full_scan(value: str) -> None:
+    """Every untyped value the quiet-word shortcut skips has no finding from any analyzer, run in full."""
+    ctx = ScanContext(**CTX)  # type: ignore[arg-type]
+    if QUIET_WORD.fullmatch(value) is None or len(value) >= 12:
+        return
+    assert scan_value(value, "/v", None, ctx, full=True) == []
+    assert scan_arguments({"v": value, "w": [value]}, ctx) == []

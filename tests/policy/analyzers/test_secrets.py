@@ -7,8 +7,11 @@ import json
 
 import pytest
 from _analyzer_helpers import kinds_of, scan_one
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from checkrein.policy.analyzers import find_secrets, redact_secrets
+from checkrein.policy.analyzers import ScanContext, find_secrets, redact_secrets, secret_forms, secrets
+from checkrein.policy.analyzers.scan import scan_value
 from checkrein.policy.analyzers.secrets import is_placeholder, shannon_entropy
 
 
@@ -103,3 +106,58 @@ def test_entropy_and_placeholder_helpers() -> None:
     assert shannon_entropy("aaaa") == 0.0
     assert shannon_entropy("abcd") == 2.0
     assert is_placeholder("${TOKEN}") and is_placeholder("<token>") and not is_placeholder("Tr0ub4dor&3x!")
+
+
+_SPOKEN_PIECES = st.sampled_from(
+    [*secrets._FOREIGN_PREFILTER, "is", "ist", "IS", "es", "est", "er", "jest", "je", "equals", "lautet", "ist jetzt", "is now",
+     "是", "は", ":", "：", "=", " ", "\t", "\n", "\u00a0", "\u2003", "hunter22!", "Geheim123x", "s3cr3t-Pa55", "word", "mot de passe"]
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(_SPOKEN_PIECES, max_size=8).map("".join)
+    | st.tuples(
+        st.sampled_from(["", "my ", "das ", "x"]),
+        st.sampled_from([*secrets._FOREIGN_PREFILTER, "Password", "PASSWORT"]),
+        st.sampled_from([" ", "\t", "\n", "\u00a0", "", "  "]),
+        st.sampled_from(["is", "ist", "IS", "es", "est", "er", "jest", "je", "equals", "lautet", "ist jetzt", "is now", "是", ":", "：", "=", "eh"]),
+        st.sampled_from([" ", "\t", "\n", "\u2003", ""]),
+        st.sampled_from(["hunter22!", "Geheim123x", "s3cr3t-Pa55", "word"]),
+    ).map("".join)
+)
+def test_the_spoken_password_gate_is_a_necessary_condition(text: str) -> None:
+    """`_may_speak_password` says no only where the foreign-word test it refines (`_direct`'s test
+    before the copula gate) passes and `_spoken_password_spans` still finds nothing."""
+    lowered = text.lower()
+    words = secrets._FOREIGN_ASCII if lowered.isascii() else secrets._FOREIGN_PREFILTER
+    if any(w in lowered for w in words) and secrets._spoken_password_spans(text):
+        assert secrets._may_speak_password(text, lowered)
+
+
+@pytest.mark.parametrize("value", ["Passwort\tist\tgeheim123!", "my password\nis\nhunter22x", "Kennwort ist Geheim123x"])
+def test_a_spoken_password_separated_by_any_whitespace_is_found_by_the_fast_path(value: str) -> None:
+    """Tabs and newlines around the copula: the prefilter lets the value through (it once required a space)."""
+    full = scan_value(value, "/v", None, ScanContext(), full=True)
+    assert full == scan_value(value, "/v", None, ScanContext())
+    if "Passwort" in value or "Kennwort" in value:
+        assert any(f.kind == "password" for f in full)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["SK", "AC", "sk", "ac", "M", "N", "O", "m", "0123456789abcdef", "0123456789abcdef" * 2, "_", ".", "-", " ", "xyz", "Zq8Xw2Lm4Np6Rt0Vb3Yc"]), max_size=10).map("".join))
+def test_rule_guards_hold_for_every_match(text: str) -> None:
+    """A rule skipped for want of its case-sensitive guard could not have matched; hex runs hold 24 hex digits."""
+    for rule in secrets._RULES:
+        for m in rule.pattern.finditer(text):
+            assert not rule.guard or any(g in m.group(0) for g in rule.guard), (rule.kind, m.group(0))
+    if secret_forms._HEX_RUN.search(text) is not None:
+        assert secret_forms._HEX_DIGITS_24.search(text) is not None
+
+
+def test_guarded_rules_still_find_their_tokens() -> None:
+    """The guards do not hide what the rules are for."""
+    twilio = "SK" + "0123456789abcdef" * 2
+    discord = "M" + "a" * 23 + "." + "abcdef" + "." + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg"
+    assert any(sp.kind == "twilio_key" for sp in secrets.find_secrets(f"key {twilio} end"))
+    assert secrets._RULES[[r.kind for r in secrets._RULES].index("discord_token")].pattern.search(discord) is not None

@@ -22,7 +22,7 @@ from .api import ScanContext, char_class
 from .evidence import excerpt
 from .stores import STORE_NAMES, STORE_SUFFIXES, credential_store, credential_store_in, home_paths
 
-__all__ = ["TRIGGERS", "check_path", "may_find", "normalize_path"]
+__all__ = ["TRIGGERS", "check_path", "general_check_path", "may_find", "normalize_path"]
 
 NAME = "paths"
 
@@ -348,10 +348,10 @@ def check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sc
     """Path findings for one argument value given its decoded forms (raw first)."""
     if kind == "path" and len(forms) == 1 and ctx.path_roots and _plain_inside(forms[0], ctx.path_roots) and not _base64_path(forms[0]):
         return []  # the common clean path inside a root: what the general check would conclude
-    return _check_path(forms, pointer, kind, ctx)
+    return general_check_path(forms, pointer, kind, ctx)
 
 
-def _check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
+def general_check_path(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
     """`check_path` without its fast route (the general check)."""
     strict = kind == "path"
     if not strict and not any(_PATHISH.search(f) for f in forms) and not (len(forms[0]) >= 12 and forms[0].isalnum()):

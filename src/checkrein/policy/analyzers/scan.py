@@ -34,7 +34,7 @@ from .decode import decoded_forms
 from .schema import kind_for
 from .verdicts import value_key
 
-__all__ = ["ANALYZERS", "CHECKS", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "TRIGGERS", "scan_arguments", "scan_value"]
+__all__ = ["ANALYZERS", "CHECKS", "FULL_CHECKS", "QUIET_WORD", "PREFILTERS", "CheckAnalyzer", "MAX_DEPTH", "MAX_JSON_CHARS", "MAX_SCAN_CHARS", "MAX_STRINGS", "TRIGGERS", "scan_arguments", "scan_value"]
 
 MAX_DEPTH = 64
 MAX_STRINGS = 20_000
@@ -51,6 +51,8 @@ CHECKS: Mapping[str, Check] = {
     "secrets": secrets.check_secrets,
 }
 """Analyzer name -> check over (decoded forms, pointer, kind, ctx). Order is the report order."""
+FULL_CHECKS: Mapping[str, Check] = {**CHECKS, "paths": paths.general_check_path}
+"""`CHECKS` without the checks' own fast routes (what ``full=True`` runs: the reference)."""
 
 Prefilter = Callable[[str, ArgKind | None, Set[str] | None], bool]
 PREFILTERS: Mapping[str, Prefilter] = {
@@ -69,9 +71,16 @@ _ANY_TRIGGER = char_class(TRIGGERS)
 
 # A value without these characters is its only decoded form (see `decoded_forms`).
 _DECODE_TRIGGER = re.compile(r"[%\\&+]")
-# One short word of letters: no analyzer can report it unless it is a boolean or clause keyword
-# (`ortrue`, `limit`), or holds `select` or `metadata` (each `may_find` agrees; this saves the calls).
-_QUIET_WORD = re.compile(r"(?i)(?!and|or|xor|group|having|procedure|limit|like|union)(?![a-z]*(?:select|metadata))[a-z]{1,11}")
+# One short ASCII word of letters, optionally with a hyphenated part and a final number (`utf-8`,
+# `latin-1`, `en-gb`): no analyzer can report it unless it starts with a boolean or clause keyword
+# (`ortrue`, `limit`), or holds `select`, `metadata`, `true` or `false` (each `may_find` agrees;
+# a Hypothesis test runs the full scan on strings generated from this pattern). Fewer than 12
+# characters (a longer alphanumeric run may be base64).
+QUIET_WORD = re.compile(
+    r"(?i)(?!and|or|xor|group|having|procedure|limit|like|union)(?![a-z0-9-]*(?:select|metadata|true|false))"
+    r"[a-z]{1,11}(?:-[a-z]{1,8})?(?:-?[0-9]{1,2})?"
+)
+_QUIET_WORD = QUIET_WORD
 
 
 class _Overflow(Exception):
@@ -170,13 +179,13 @@ def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext,
     if full or not value.isascii() or _DECODE_TRIGGER.search(value) is not None:
         forms = decoded_forms(value)
         full = full or len(forms) > 1
-    elif kind is None and _QUIET_WORD.fullmatch(value) is not None:
+    elif kind is None and len(value) < 12 and _QUIET_WORD.fullmatch(value) is not None:
         return findings
     else:
         forms = [value]
     # One pass over the value finds the trigger characters of every prefilter at once.
     triggers = None if full else frozenset(_ANY_TRIGGER.findall(value))
-    for name, check in CHECKS.items():
+    for name, check in (FULL_CHECKS if full else CHECKS).items():
         if name in ctx.enabled and (full or PREFILTERS[name](value, kind, triggers)):
             findings.extend(check(forms, pointer, kind, ctx))
     return findings

@@ -63,6 +63,8 @@ def map_back(spans: list[SecretSpan], index: list[int]) -> list[SecretSpan]:
 
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,4096}={0,2}(?![A-Za-z0-9+/_\-=])")
 _HEX_RUN = re.compile(r"(?<![0-9A-Za-z])(?:0x)?((?:[0-9a-fA-F]{2}){12,2048})(?![0-9A-Za-z])")
+# What every `_HEX_RUN` match holds; a cheaper scan (no lookbehind at every position) to skip it.
+_HEX_DIGITS_24 = re.compile(r"[0-9a-fA-F]{24}")
 
 
 def _printable_text(data: bytes) -> str | None:
@@ -95,6 +97,8 @@ def encoded_spans(text: str, finder: Finder) -> list[SecretSpan]:
     budget = MAX_DECODED
     runs = 0
     for regex, decode in ((_BASE64_RUN, _b64), (_HEX_RUN, None)):
+        if decode is None and _HEX_DIGITS_24.search(text) is None:
+            break
         for m in regex.finditer(text):
             runs += 1
             if runs > _MAX_RUNS or budget <= 0:

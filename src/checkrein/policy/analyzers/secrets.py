@@ -41,10 +41,14 @@ class _Rule:
     pattern: re.Pattern[str]
     group: int = 0
     min_entropy: float = 0.0
+    guard: tuple[str, ...] = ()
+    """Case-sensitive substrings of the text, one of which every match contains (empty: none known)."""
 
 
-def _r(kind: str, prefilter: tuple[str, ...], pattern: str, group: int = 0, min_entropy: float = 0.0, flags: int = 0) -> _Rule:
-    return _Rule(kind, prefilter, re.compile(pattern, flags), group, min_entropy)
+def _r(
+    kind: str, prefilter: tuple[str, ...], pattern: str, group: int = 0, min_entropy: float = 0.0, flags: int = 0, guard: tuple[str, ...] = ()
+) -> _Rule:
+    return _Rule(kind, prefilter, re.compile(pattern, flags), group, min_entropy, guard)
 
 
 _B = r"(?<![A-Za-z0-9_])"  # left boundary without a variable-width lookbehind
@@ -93,7 +97,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("npm_token", ("npm_",), _B + r"npm_[A-Za-z0-9]{36}" + _E, 0, 3.0),
     _r("pypi_token", ("pypi-",), _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
     _r("sendgrid_key", ("sg.",), _B + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
-    _r("twilio_key", ("sk", "ac"), _B + r"(?:SK|AC)[0-9a-f]{32}" + _E, 0, 3.0),
+    _r("twilio_key", ("sk", "ac"), _B + r"(?:SK|AC)[0-9a-f]{32}" + _E, 0, 3.0, guard=("SK", "AC")),
     _r("mailchimp_key", ("-us",), _B + r"[0-9a-f]{32}-us\d{1,2}" + _E, 0, 3.0),
     _r("mailgun_key", ("key-",), _B + r"key-[0-9a-zA-Z]{32}" + _E, 0, 3.0),
     _r("square_token", ("sq0atp-", "sq0csp-", "eaaa"), _B + r"(?:sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43}|EAAA[A-Za-z0-9_\-]{60})"),
@@ -103,7 +107,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("databricks_token", ("dapi",), _B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E),
     _r("vault_token", ("hvs.", "hvb.", "s."), _B + r"(?:hvs\.[A-Za-z0-9_\-]{90,120}|hvb\.[A-Za-z0-9_\-]{138,300})"),
     _r("telegram_token", (":aa",), _B + r"\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
-    _r("discord_token", (".",), _B + r"[MNO][a-zA-Z\d_\-]{23,25}\.[a-zA-Z\d_\-]{6}\.[a-zA-Z\d_\-]{27,38}" + _E, 0, 3.5),
+    _r("discord_token", (".",), _B + r"[MNO][a-zA-Z\d_\-]{23,25}\.[a-zA-Z\d_\-]{6}\.[a-zA-Z\d_\-]{27,38}" + _E, 0, 3.5, guard=("M", "N", "O")),
     _r("facebook_token", ("eaa",), _B + r"EAA[MC][A-Za-z0-9]{100,}"),
     _r("grafana_token", ("glc_", "glsa_"), _B + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
     _r("atlassian_token", ("atatt",), _B + r"ATATT3[A-Za-z0-9_\-=]{186}"),
@@ -359,12 +363,41 @@ def _merge(spans: list[SecretSpan]) -> list[SecretSpan]:
     return merged
 
 
+_CANDIDATES: dict[frozenset[str], tuple[_Rule, ...]] = {}
+_MAX_CANDIDATE_SETS = 4096
+
+
+def _candidates(prefixes: frozenset[str]) -> tuple[_Rule, ...]:
+    """The rules one of whose prefixes is in ``prefixes``, in rule order (memoized: few distinct sets)."""
+    found = _CANDIDATES.get(prefixes)
+    if found is None:
+        found = tuple(_RULES[i] for i in sorted({i for p in prefixes for i in _RULES_BY_PREFIX[p]}))
+        if len(_CANDIDATES) < _MAX_CANDIDATE_SETS:
+            _CANDIDATES[prefixes] = found
+    return found
+
+
+# Between a spoken-password word and its value, ASCII text without `:` or `=` has a copula with
+# whitespace on both sides (every ASCII separator `_SPOKEN_PASSWORD` accepts; a test checks this).
+_ASCII_COPULA = re.compile(r"(?i)\s(?:is|ist|es|est|er|jest|je|equals|lautet)\s")
+
+
+def _may_speak_password(text: str, lowered: str) -> bool:
+    """False only when `_spoken_password_spans(text)` is certainly empty (``lowered`` is ``text.lower()``)."""
+    if lowered.isascii():
+        if ":" not in text and "=" not in text and _ASCII_COPULA.search(text) is None:
+            return False
+        return any(map(lowered.__contains__, _FOREIGN_ASCII))
+    return any(map(lowered.__contains__, _FOREIGN_PREFILTER))
+
+
 def _direct(t: str) -> list[SecretSpan]:
     """The pattern and keyword pass over ``t`` as it is (spans unsorted, may overlap)."""
     lowered = t.lower()
     spans: list[SecretSpan] = []
-    candidates = sorted({i for p in set(_PREFILTER.findall(lowered)) for i in _RULES_BY_PREFIX[p]})
-    for rule in (_RULES[i] for i in candidates):
+    for rule in _candidates(frozenset(_PREFILTER.findall(lowered))):
+        if rule.guard and not any(map(t.__contains__, rule.guard)):
+            continue  # the pattern is case-sensitive and needs one of these substrings
         covered = 0
         for m in rule.pattern.finditer(t):
             s, e = m.span(rule.group)
@@ -394,7 +427,7 @@ def _direct(t: str) -> list[SecretSpan]:
         spans.extend(_keyword_spans(t))
         if "=" in t:
             spans.extend(_comparison_spans(t))
-    if any(map(lowered.__contains__, _FOREIGN_ASCII if lowered.isascii() else _FOREIGN_PREFILTER)):
+    if _may_speak_password(t, lowered):
         spans.extend(_spoken_password_spans(t))
     return spans
 
@@ -460,10 +493,8 @@ def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None)
         return False
     if (_SECRET_TRIGGER.search(value) is not None if triggers is None else not TRIGGERS.isdisjoint(triggers)) or "-----" in value:
         return True
-    ascii_value = value.isascii()
-    if " " in value or not ascii_value:
-        if any(map(value.lower().__contains__, _FOREIGN_ASCII if ascii_value else _FOREIGN_PREFILTER)):
-            return True
+    if _may_speak_password(value, value.lower()):
+        return True
     # A run of 16 non-space characters (`str.split` and `\s` agree on what a space is).
     return len(value) >= 16 and max(map(len, value.split()), default=0) >= 16
 
