@@ -178,3 +178,28 @@ def test_the_whitespace_collapse_shortcut_is_the_two_substitutions(text: str) ->
     from checkrein.policy.injection.normalize import _NEWLINES_RE, _SPACES_RE, _collapse
 
     assert _collapse(text) == _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", text))
+
+
+_LABEL_PIECES = st.sampled_from(
+    ["todo", "task", "action required", "aufgabe", "задача", "任务", ":", "：", " ", "\n", "send", "the file", "to", "a@b.example", "please", "- ", "s"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LABEL_PIECES, max_size=10).map("".join))
+def test_task_labels_need_a_colon(text: str) -> None:
+    """The colon test in front of `task_label_signals` only skips texts where no label can match."""
+    from checkrein.policy.injection.tasks import _LABEL_RE
+
+    if _LABEL_RE.search(text) is not None:
+        assert ":" in text or "：" in text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["QUJD", "0123456789abcdef", "ab+/", "_-", "=", " ", "\t", "\u2003", "\n", "x"]), max_size=24).map("".join))
+def test_encoded_runs_are_long_tokens(text: str) -> None:
+    """`encoded_regions` skips a text without a 32-character token: none of its runs can occur there."""
+    from checkrein.policy.injection.carriers import _BASE64_RE, _HEX_RE, has_long_token
+
+    if _BASE64_RE.search(text) is not None or _HEX_RE.search(text) is not None:
+        assert has_long_token(text, 32)

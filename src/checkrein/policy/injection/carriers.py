@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Signal", "action_signals", "encoded_regions", "exfil_link_signals", "hidden_regions"]
+__all__ = ["Signal", "action_signals", "encoded_regions", "exfil_link_signals", "has_long_token", "hidden_regions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,12 @@ def _decoded_text(data: bytes) -> str | None:
     return text if len(text) >= 16 and letters >= 0.8 * len(text) and " " in text else None
 
 
+def has_long_token(text: str, n: int) -> bool:
+    """Whether ``text`` has ``n`` consecutive characters none of which is whitespace (`str.split`
+    and the regexes' `\\s` agree on what whitespace is)."""
+    return len(text) >= n and max(map(len, text.split()), default=0) >= n
+
+
 def encoded_regions(raw: str) -> list[tuple[int, str]]:
     """(position, decoded text) of base64 and hex runs that decode to prose: an instruction a
     person cannot read but a model can. Bounded: 16 runs, 32 KB of decoded text."""
@@ -76,6 +82,8 @@ def encoded_regions(raw: str) -> list[tuple[int, str]]:
     import binascii
 
     out: list[tuple[int, str]] = []
+    if not has_long_token(raw, 32):
+        return out  # every run is at least 32 characters without a space
     budget = _MAX_DECODED
     runs = 0
     for regex in (_BASE64_RE, _HEX_RE):

@@ -134,14 +134,16 @@ def _ignore_family(folded: str) -> list[Signal]:
 # Every verb stem of every language in one trie regex: a text none of them occurs in (almost every
 # result) skips the per-verb searches below. Exact: the search finds a match iff some verb occurs.
 _ANY_FOREIGN_VERB = re.compile(trie_regex({v for _, verbs, _, _ in FOREIGN for v in verbs}))
+# The ASCII stems alone: an ASCII text can hold no other (a smaller trie, ~2.5x faster per character).
+_ANY_ASCII_FOREIGN_VERB = re.compile(trie_regex({v for _, verbs, _, _ in FOREIGN for v in verbs if v.isascii()}))
 
 
 def _foreign_family(text: str) -> list[Signal]:
     """The same family in other languages: a verb stem and a noun stem within a short window."""
     out: list[Signal] = []
-    if _ANY_FOREIGN_VERB.search(text) is None:
-        return out
     ascii_only = text.isascii()
+    if (_ANY_ASCII_FOREIGN_VERB if ascii_only else _ANY_FOREIGN_VERB).search(text) is None:
+        return out
     for lang, verbs, nouns, own_negations in FOREIGN:
         negations = (*own_negations, "not ", "n't ", "never ")
         for verb in verbs:

@@ -95,6 +95,8 @@ def _imperative(text: str, pos: int) -> bool:
 def task_label_signals(text: str) -> list[Signal]:
     """`task_directive` signals in ``text`` (a normalized, casefolded view)."""
     out: list[Signal] = []
+    if ":" not in text and "：" not in text:
+        return out  # every label ends with a colon (`_LABEL_RE`)
     opening = len(text) - len(text.lstrip(" \n'\""))
     for m in _LABEL_RE.finditer(text):
         before = text[max(0, m.start() - 2) : m.start()].rstrip(" ")
