@@ -14,7 +14,9 @@ gateway must also afford the first sight of each one, so both rows matter.
 warm, for this tree and for REF's `src/` (extracted with `git archive` into a temporary directory)
 in alternating subprocesses, `--rounds` times each, and prints the medians and their ratios (a
 tree without a verdict cache measures the same thing twice): on a busy machine only a comparison
-within one run means anything.
+within one run means anything. The same run times the result-side injection detector
+(`detect_injection`) on benign results: a 5-byte text, 1 KB of prose, a 4 KB JSON listing and
+2 KB of code (`--detector` prints only those rows).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 from checkrein.canonical import canonical_json
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import parse_config
-from checkrein.policy import Decision, Identity, SessionState, ToolCall, compile_policy, decide
+from checkrein.policy import Identity, SessionState, ToolCall, compile_policy, decide
 
 POLICY = """
 [[servers]]
@@ -134,6 +136,39 @@ def _prose(size: int) -> str:
     return text
 
 
+_PROSE = (
+    "The quarterly report lists revenue by region and product line, with notes on growth, churn and pipeline. "
+    "Figures are in thousands of euros and were reconciled against the ledger on Friday. Please review the EMEA "
+    "numbers before the board meeting. "
+)
+_CODE = (
+    "def handler(event):\n    # parse the request and return the rows\n"
+    "    rows = db.query('select id, name from users where id = ?', event['id'])\n    return {'status': 200, 'rows': rows}\n"
+)
+RESULTS: dict[str, str] = {
+    "text 5 B": "hello",
+    "prose 1 KB": (_PROSE * 6)[:1024],
+    "JSON listing 4 KB": json.dumps(
+        [{"name": f"report-{i}.csv", "size": 1024 * i, "modified": "2026-11-30T10:00:00Z", "type": "file"} for i in range(45)]
+    )[:4096],
+    "code 2 KB": (_CODE * 12)[:2048],
+}
+"""Benign tool results for the injection detector rows (synthetic: no corpus needed)."""
+
+
+def detector_rows(clock: Callable[[], int], quick: bool) -> list[dict[str, Any]]:
+    """p50/p99 of `detect_injection` on each of `RESULTS` (all benign: nothing is flagged)."""
+    from checkrein.policy.injection import detect_injection
+
+    rows: list[dict[str, Any]] = []
+    for label, text in RESULTS.items():
+        iters = (300 if quick else 3000) if len(text) < 100 else (40 if quick else 400)
+        p50, p99 = measure(functools.partial(detect_injection, text), iters, clock)
+        flagged = bool(detect_injection(text))
+        rows.append({"cache": "detector", "call": label, "effect": "flag" if flagged else "clean", "p50_us": round(p50, 1), "p99_us": round(p99, 1)})
+    return rows
+
+
 def catalog(n: int) -> dict[str, ToolDefinition]:
     tools: dict[str, ToolDefinition] = {}
     i = 0
@@ -148,7 +183,7 @@ def catalog(n: int) -> dict[str, ToolDefinition]:
 
 
 def measure(
-    fn: Callable[[], Decision], iterations: int, clock: Callable[[], int], before: Callable[[], None] | None = None
+    fn: Callable[[], object], iterations: int, clock: Callable[[], int], before: Callable[[], None] | None = None
 ) -> tuple[float, float]:
     """p50 and p99 in microseconds of ``fn``; ``before`` runs ahead of every call, outside the timer."""
     for _ in range(min(200, iterations)):
@@ -179,12 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--baseline", metavar="REF", help="compare the 400 B call with this git ref's src/ (alternating subprocesses)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds per tree with --baseline")
+    ap.add_argument("--detector", action="store_true", help="only the injection detector rows")
     ap.add_argument("--small-only", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     if ns.baseline:
         return compare(ns.baseline, ns.rounds, ns.wall)
     small_n, big_n = (2000, 30) if ns.quick else (20000, 300)
     clock = time.perf_counter_ns if ns.wall else time.thread_time_ns
+    if ns.detector:
+        for r in detector_rows(clock, ns.quick):
+            print(json.dumps(r) if ns.json else f"detector  {r['call']:<18} {r['effect']:<6} p50 {r['p50_us']:>9} us  p99 {r['p99_us']:>9} us")
+        return 0
 
     big_args = {"path": "/workspace/data/notes/board.txt", "content": _prose(64 * 1024 - 60), "append": False}
     sizes = {"400 B": len(canonical_json(SMALL_ARGS)), "64 KB": len(canonical_json(big_args))}
@@ -224,10 +264,13 @@ def main(argv: list[str] | None = None) -> int:
                             "compile_ms": round(compile_ms, 1),
                         }
                     )
+    detector = detector_rows(clock, ns.quick)
     if ns.json:
-        for r in rows:
+        for r in rows + detector:
             print(json.dumps(r))
         return 0
+    for r in detector:
+        rows.append({"tools": "-", "analyzers": "injection", "compile_ms": "-", **r})
     print(f"{'tools':>6}  {'analyzers':<9}  {'cache':<5}  {'call':<16}  {'effect':<6}  {'p50 us':>8}  {'p99 us':>8}  {'compile ms':>10}")
     for r in rows:
         print(
@@ -256,7 +299,8 @@ def compare(ref: str, rounds: int, wall: bool) -> int:
         with tarfile.open(tar_path) as tar:
             tar.extractall(tmp, filter="data")
         trees = {"this tree": here, ref: Path(tmp) / "src"}
-        p50s: dict[tuple[str, str], list[float]] = {(name, mode): [] for name in trees for mode in ("cold", "warm")}
+        p50s: dict[tuple[str, str], list[float]] = {}
+        p99s: dict[tuple[str, str], list[float]] = {}
         for _ in range(rounds):
             for name, src in trees.items():
                 cmd = [sys.executable, __file__, "--json", "--small-only"] + (["--wall"] if wall else [])
@@ -266,13 +310,23 @@ def compare(ref: str, rounds: int, wall: bool) -> int:
                     print(f"{name}: no result ({out.stderr.strip()[:300]})", file=sys.stderr)
                     return 1
                 for r in rows:
-                    p50s[(name, r["cache"])].append(r["p50_us"])
-    print(f"decide p50, 400 B call, 10 tools, analyzers on ({rounds} alternating rounds, {'wall' if wall else 'CPU'} time):")
-    for (name, mode), values in p50s.items():
-        print(f"  {name:<12} {mode}  median {statistics.median(values):7.1f} us   rounds {', '.join(f'{v:.1f}' for v in values)}")
-    for mode in ("cold", "warm"):
-        mine, base = statistics.median(p50s[("this tree", mode)]), statistics.median(p50s[(ref, "cold")])
-        print(f"  ratio this {mode} / {ref} cold: {mine / base:.3f}")
+                    row = r["cache"] if r["cache"] != "detector" else f"detector {r['call']}"
+                    p50s.setdefault((name, row), []).append(r["p50_us"])
+                    p99s.setdefault((name, row), []).append(r["p99_us"])
+    load = " ".join(open("/proc/loadavg").read().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+    print(f"decide, 400 B call, 10 tools, analyzers on, and detect_injection on benign results ({rounds} alternating rounds, {'wall' if wall else 'CPU'} time; load average at the end {load}):")
+    print(f"  {'tree':<12} {'row':<28} {'p50 median':>10}  {'p99 median':>10}   p50 rounds")
+    for (name, row), values in sorted(p50s.items(), key=lambda kv: (kv[0][1], kv[0][0] != "this tree")):
+        print(
+            f"  {name:<12} {row:<28} {statistics.median(values):8.1f} us {statistics.median(p99s[(name, row)]):8.1f} us   "
+            + ", ".join(f"{v:.1f}" for v in values)
+        )
+    for row in sorted({row for _, row in p50s}):
+        if (ref, row) not in p50s or ("this tree", row) not in p50s:
+            continue
+        base_row = "cold" if row == "warm" else row
+        mine, base = statistics.median(p50s[("this tree", row)]), statistics.median(p50s[(ref, base_row)])
+        print(f"  ratio p50 this {row} / {ref} {base_row}: {mine / base:.3f}")
     return 0
 
 if __name__ == "__main__":
