@@ -379,13 +379,14 @@ def _candidates(prefixes: frozenset[str]) -> tuple[_Rule, ...]:
 
 # Between a spoken-password word and its value, ASCII text without `:` or `=` has a copula with
 # whitespace on both sides (every ASCII separator `_SPOKEN_PASSWORD` accepts; a test checks this).
-_ASCII_COPULA = re.compile(r"(?i)\s(?:is|ist|es|est|er|jest|je|equals|lautet)\s")
+# Searched in the lowercased text (for ASCII the same as `(?i)`, and ~3x faster).
+_ASCII_COPULA = re.compile(r"\s(?:is|ist|es|est|er|jest|je|equals|lautet)\s")
 
 
 def _may_speak_password(text: str, lowered: str) -> bool:
     """False only when `_spoken_password_spans(text)` is certainly empty (``lowered`` is ``text.lower()``)."""
     if lowered.isascii():
-        if ":" not in text and "=" not in text and _ASCII_COPULA.search(text) is None:
+        if ":" not in text and "=" not in text and _ASCII_COPULA.search(lowered) is None:
             return False
         return any(map(lowered.__contains__, _FOREIGN_ASCII))
     return any(map(lowered.__contains__, _FOREIGN_PREFILTER))
