@@ -150,15 +150,21 @@ def fail(ctx: CallContext, code: str, outcome: Outcome, message: str, rpc_code: 
 
 
 def build_chain(steps: Sequence[Step], terminal: CallNext) -> CallNext:
-    """Compose ``steps`` (outermost first) around ``terminal`` once; returns the entry point."""
+    """Compose ``steps`` (outermost first) around ``terminal`` once; returns the entry point.
+
+    A step with a ``link(nxt) -> CallNext`` method (`checkrein.gate.metering`'s timed steps)
+    makes its own link."""
     nxt = terminal
     for step in reversed(steps):
-        nxt = _link(step, nxt)
+        link = getattr(step, "link", None)
+        nxt = link(nxt) if callable(link) else _link(step, nxt)
     return nxt
 
 
 def _link(step: Step, nxt: CallNext) -> CallNext:
-    async def run(ctx: CallContext) -> CallOutcome:
-        return await step(ctx, nxt)
+    # A plain function returning the step's coroutine: no coroutine frame of its own, so each
+    # resumption of the call does not pass one more level per step.
+    def run(ctx: CallContext) -> Awaitable[CallOutcome]:
+        return step(ctx, nxt)
 
     return run

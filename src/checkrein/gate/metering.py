@@ -71,6 +71,8 @@ def tool_label(out: CallOutcome) -> str:
 
 
 _SPAN: contextvars.ContextVar[CallSpan | None] = contextvars.ContextVar("checkrein_call_span", default=None)
+_INNER: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("checkrein_step_inner", default=None)
+"""Per call (set by `_Meter`): slot ``d`` sums the time spent inside the link below depth ``d``."""
 
 
 @dataclass
@@ -78,11 +80,19 @@ class _Meter:
     metrics: Metrics
     tracing: Tracing | None
 
+    slots: int = 0
+    """How many timed steps follow (their ``_INNER`` slots, plus the meter's own slot 0)."""
+
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        if self.tracing is None:
-            out = await call_next(ctx)
-        else:
-            out = await self._traced(ctx, call_next, self.tracing)
+        token = _INNER.set([0.0] * (self.slots + 1)) if self.slots else None
+        try:
+            if self.tracing is None:
+                out = await call_next(ctx)
+            else:
+                out = await self._traced(ctx, call_next, self.tracing)
+        finally:
+            if token is not None:
+                _INNER.reset(token)
         m = self.metrics
         effect, rule = final_decision(out)
         m.decisions.labels(effect, rule).inc()
@@ -132,29 +142,48 @@ def _finish(metrics: Metrics, span: CallSpan, facts: FinishFacts) -> None:
 
 @dataclass
 class _Timed:
+    """A step timed for its self time (the time inside it, the steps after it excluded).
+
+    Its link (`build_chain` calls `link`) is one coroutine around the step, without a wrapper of
+    ``call_next``: the link below adds its elapsed time to this link's slot of the call's
+    ``_INNER`` list, and this link subtracts it."""
+
     step: Step
     hist: Any  # a bound `Histogram` child
+    depth: int = 1
+    """Position below the meter (1: the outermost timed step); its slot in ``_INNER``."""
+
+    def link(self, nxt: CallNext) -> CallNext:
+        return _TimedLink(self.step, nxt, self.hist, self.depth).run
 
     async def __call__(self, ctx: CallContext, call_next: CallNext) -> CallOutcome:
-        inner = 0.0
+        return await _TimedLink(self.step, call_next, self.hist, self.depth).run(ctx)
 
-        async def timed_next(c: CallContext) -> CallOutcome:
-            nonlocal inner
-            t = time.perf_counter()
-            try:
-                return await call_next(c)
-            finally:
-                inner += time.perf_counter() - t
 
+class _TimedLink:
+    __slots__ = ("depth", "hist", "nxt", "step")
+
+    def __init__(self, step: Step, nxt: CallNext, hist: Any, depth: int) -> None:
+        self.step, self.nxt, self.hist, self.depth = step, nxt, hist, depth
+
+    async def run(self, ctx: CallContext) -> CallOutcome:
+        inner = _INNER.get()
+        depth = self.depth
+        if inner is None or len(inner) <= depth:  # a chain without the meter: no slots to share
+            inner = [0.0] * (depth + 1)
+        inner[depth] = 0.0
         t0 = time.perf_counter()
         try:
-            return await self.step(ctx, timed_next)
+            return await self.step(ctx, self.nxt)
         finally:
-            self.hist.observe(time.perf_counter() - t0 - inner)
+            elapsed = time.perf_counter() - t0
+            self.hist.observe(elapsed - inner[depth])
+            inner[depth - 1] += elapsed
 
 
-def _forward(terminal: CallNext, hist: Any | None, metrics: Metrics) -> CallNext:
-    """The upstream call: timed, as a child span when tracing, its trace context sent along."""
+def _forward(terminal: CallNext, hist: Any | None, metrics: Metrics, depth: int = 0) -> CallNext:
+    """The upstream call: timed, as a child span when tracing, its trace context sent along.
+    ``depth``: the slot of the timed step above it in ``_INNER`` (0: no timed steps)."""
 
     async def run(ctx: CallContext) -> CallOutcome:
         t0 = time.perf_counter()
@@ -178,7 +207,11 @@ def _forward(terminal: CallNext, hist: Any | None, metrics: Metrics) -> CallNext
         finally:
             OUTBOUND_TRACEPARENT.reset(token)
             if hist is not None:
-                hist.observe(time.perf_counter() - t0)
+                elapsed = time.perf_counter() - t0
+                hist.observe(elapsed)
+                inner = _INNER.get()
+                if inner is not None and len(inner) > depth:
+                    inner[depth] += elapsed
             if child is not None:
                 try:
                     child.finish(error_type)
@@ -198,11 +231,11 @@ def step_name(step: object) -> str:
 def instrument(steps: Sequence[Step], terminal: CallNext, telemetry: Telemetry) -> tuple[list[Step], CallNext]:
     """``steps`` and ``terminal`` with the meter outermost and (``step_timing``) each step timed."""
     metrics = telemetry.metrics
-    out: list[Step] = [_Meter(metrics, telemetry.tracing)]
     if not telemetry.step_timing:
-        return [*out, *steps], _forward(terminal, None, metrics)
-    out += [_Timed(s, metrics.step_duration.labels(step_name(s))) for s in steps]
-    return out, _forward(terminal, metrics.step_duration.labels("forward"), metrics)
+        return [_Meter(metrics, telemetry.tracing), *steps], _forward(terminal, None, metrics)
+    out: list[Step] = [_Meter(metrics, telemetry.tracing, len(steps))]
+    out += [_Timed(s, metrics.step_duration.labels(step_name(s)), depth) for depth, s in enumerate(steps, 1)]
+    return out, _forward(terminal, metrics.step_duration.labels("forward"), metrics, len(steps))
 
 
 def watch(gate: Gate, telemetry: Telemetry) -> None:
