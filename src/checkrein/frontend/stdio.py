@@ -123,11 +123,18 @@ class StdioFrontend:
         """Serve until the client closes our stdin (or stops reading our stdout)."""
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         writer = SdkWriter(self.wire, self.lane.outbound if self.lane is not None else None)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._read, send, tg)
-            tg.start_soon(self._end_when_stdout_closes, tg.cancel_scope)
-            await self.front.server.run(receive, writer, self.front.initialization_options())
-            tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read, send, tg)
+                tg.start_soon(self._end_when_stdout_closes, tg.cancel_scope)
+                await self.front.server.run(receive, writer, self.front.initialization_options())
+                tg.cancel_scope.cancel()
+        finally:
+            if self.lane is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.lane.aclose()
+        if self.lane is not None:
+            self.lane.raise_crash()
 
     async def _end_when_stdout_closes(self, scope: anyio.CancelScope) -> None:
         await self.wire.wait_closed()

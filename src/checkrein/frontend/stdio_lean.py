@@ -20,6 +20,7 @@ by its call is followed by ``notifications/cancelled`` to the client.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -88,11 +89,12 @@ class LeanLane:
         self._init_params: dict[Any, Any] = {}
         self._settled: _Handshake | None = None
         self._ready = False
-        self._running: dict[Any, anyio.CancelScope] = {}
+        self._running: dict[Any, asyncio.Task[None]] = {}
         self._asked: dict[str, _Asked] = {}
         self._ids = itertools.count(1)
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None
+        self._crashed: BaseException | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
 
     # -- what the SDK does, observed ---------------------------------------------------------
 
@@ -148,11 +150,17 @@ class LeanLane:
         return token is None and "progressToken" not in meta or _plain_id(token)
 
     def start(self, message: dict[str, Any], tg: anyio.abc.TaskGroup) -> None:
-        """Serve a message `takes` accepted, in its own task."""
-        scope = anyio.CancelScope()
-        self._running[coerce_request_id(message["id"])] = scope
-        self._idle = anyio.Event()
-        tg.start_soon(self._serve, message, scope)
+        """Serve a message `takes` accepted, in its own task.
+
+        A plain asyncio task (an anyio task costs several times as much to spawn): `aclose`
+        cancels and awaits what is still running when ``tg``'s owner stops serving, and a task
+        that fails unexpectedly cancels ``tg`` and is raised again by `raise_crash`, as it would
+        have been from inside the task group."""
+        self._tg = tg
+        key = coerce_request_id(message["id"])
+        task = asyncio.get_running_loop().create_task(self._serve(message, key))
+        self._running[key] = task
+        task.add_done_callback(self._done)
 
     def answer(self, message: Any) -> bool:
         """Take ``message`` if it is the client's answer to one of the lane's own requests."""
@@ -173,29 +181,57 @@ class LeanLane:
         params = message.get("params")
         rid = params.get("requestId") if isinstance(params, dict) else None
         plain = isinstance(rid, int | str) and not isinstance(rid, bool)
-        scope = self._running.get(coerce_request_id(rid)) if plain and rid is not None else None
-        if scope is None:
+        task = self._running.get(coerce_request_id(rid)) if plain and rid is not None else None
+        if task is None:
             return False
-        scope.cancel()
+        if not task.cancelling():  # once: a second cancel would break into its shielded audit record
+            task.cancel()
         return True
 
     async def wait_idle(self) -> None:
         """Until every lane request has been answered (or cancelled)."""
-        await self._idle.wait()
+        if self._running:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
 
-    async def _serve(self, message: dict[str, Any], scope: anyio.CancelScope) -> None:
+    async def aclose(self) -> None:
+        """Cancel the lane requests still running and wait until they are gone (each one's audit
+        record is written under a shield)."""
+        tasks = list(self._running.values())
+        for task in tasks:
+            if not task.cancelling():
+                task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    def raise_crash(self) -> None:
+        """Raise what a lane request failed with unexpectedly, if one did."""
+        if self._crashed is not None:
+            raise self._crashed
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("a lean lane request failed", exc_info=task.exception())
+        if self._crashed is None:
+            self._crashed = task.exception()
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+
+    async def _serve(self, message: dict[str, Any], key: Any) -> None:
         rid = message["id"]
         settled = self._settled
         assert settled is not None
         try:
-            with scope:
-                line = await self._respond(rid, message["params"], settled)
-                self.handled += 1
-                await self.write(line)
+            line = await self._respond(rid, message["params"], settled)
+            self.handled += 1
+            await self.write(line)
         finally:
-            self._running.pop(coerce_request_id(rid), None)
-            if not self._running:
+            self._running.pop(key, None)
+            if not self._running and self._idle is not None:
                 self._idle.set()
+                self._idle = None
 
     async def _respond(self, rid: Any, params: dict[str, Any], settled: _Handshake) -> bytes:
         meta = params.get("_meta")

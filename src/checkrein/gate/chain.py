@@ -128,6 +128,14 @@ class CallOutcome:
     pending: Any = None
     """An `ApprovalRequest` the client must answer first (2026-era ``input_required``), else None."""
 
+    def inspected(
+        self, ctx: CallContext, result: GateResult | None, flags: tuple[str, ...], redactions: tuple[str, ...]
+    ) -> CallOutcome:
+        """This outcome with what result inspection made of it (`dataclasses.replace` of those
+        four fields, without its per-call introspection)."""
+        return CallOutcome(ctx, self.outcome, result, self.error_code, self.message, flags, redactions, self.rule_id,
+                           self.reason, self.rpc_code, self.pending)  # fmt: skip
+
 
 CallNext: TypeAlias = Callable[[CallContext], Awaitable[CallOutcome]]
 

@@ -415,7 +415,7 @@ class InspectStep:
             code = inspection.code or ("result.withheld" if inspection.action == "withhold" else "result.denied")
             o = deny(octx, code, "inspect:" + inspection.action, reason)
             return replace(o, flags=inspection.flags, redactions=inspection.redactions)
-        return replace(out, ctx=octx, result=result, flags=inspection.flags, redactions=inspection.redactions)
+        return out.inspected(octx, result, inspection.flags, inspection.redactions)
 
     _COUNTED: ClassVar[dict[str, str]] = {
         "inspect.truncated": "results_truncated",

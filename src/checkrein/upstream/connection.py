@@ -315,8 +315,10 @@ class McpUpstream:
             link = await self._revive()
         for attempt in (1, 2):
             try:
-                with anyio.fail_after(timeout_s), self._inflight.holding(CURRENT_DOWNSTREAM.get()):
+                # A bare deadline scope: `fail_after` is two generator context managers around one.
+                with anyio.CancelScope(deadline=anyio.current_time() + timeout_s), self._inflight.holding(CURRENT_DOWNSTREAM.get()):
                     return await send(link.session)
+                raise TimeoutError  # only its own deadline cancels that scope (nothing else holds it)
             except TimeoutError:
                 raise UpstreamTimeout(f"{self.name}: {what} did not answer within {timeout_s:g} s") from None
             except MCPError as exc:

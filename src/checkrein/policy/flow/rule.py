@@ -17,7 +17,7 @@ The verdict's effect is the stronger of the two (deny > ask > allow).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from checkrein.config.policy import FlowEffect
@@ -171,7 +171,7 @@ def after_call(
     any other result's text is trusted.
     """
     n = state.calls + 1
-    state = replace(state, calls=n)
+    state = state.with_calls(n)
     source = f"{flow.exposed} (call {n})"
     kept = [
         text

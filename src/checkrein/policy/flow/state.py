@@ -111,23 +111,39 @@ class FlowState:
     def dropped(self) -> int:
         return self.untrusted.dropped + self.trusted.dropped
 
+    # Explicit constructors instead of `dataclasses.replace` (which introspects the fields on
+    # every call): these run after every forwarded call. Each returns ``self`` when nothing changes.
+
+    def with_calls(self, calls: int) -> FlowState:
+        return FlowState(self.untrusted_from, self.private_from, self.untrusted, self.trusted, self.tasks, calls)
+
     def with_untrusted(self, source: str) -> FlowState:
-        return replace(self, untrusted_from=_add_source(self.untrusted_from, source))
+        sources = _add_source(self.untrusted_from, source)
+        if sources is self.untrusted_from:
+            return self
+        return FlowState(sources, self.private_from, self.untrusted, self.trusted, self.tasks, self.calls)
 
     def with_private(self, source: str) -> FlowState:
-        return replace(self, private_from=_add_source(self.private_from, source))
+        sources = _add_source(self.private_from, source)
+        if sources is self.private_from:
+            return self
+        return FlowState(self.untrusted_from, sources, self.untrusted, self.trusted, self.tasks, self.calls)
 
     def trust(self, source: str, texts: Iterable[str], max_bytes: int) -> FlowState:
         log = self.trusted
         for t in texts:
             log = log.add(source, normalize(t), max_bytes)
-        return replace(self, trusted=log)
+        if log is self.trusted:
+            return self
+        return FlowState(self.untrusted_from, self.private_from, self.untrusted, log, self.tasks, self.calls)
 
     def distrust(self, source: str, texts: Iterable[str], max_bytes: int) -> FlowState:
         log = self.untrusted
         for t in texts:
             log = log.add(source, normalize(t), max_bytes)
-        return replace(self, untrusted=log)
+        if log is self.untrusted:
+            return self
+        return FlowState(self.untrusted_from, self.private_from, log, self.trusted, self.tasks, self.calls)
 
 
 def _add_source(sources: tuple[str, ...], source: str) -> tuple[str, ...]:
