@@ -145,3 +145,41 @@ async def test_the_connection_ending_fails_waiting_requests_and_later_ones() -> 
 def test_dumps_keeps_integers_past_64_bits() -> None:
     """orjson refuses big integers; the fallback writes them exactly."""
     assert dumps({"n": 2**70, "s": "ü"}) == b'{"n":1180591620717411303424,"s":"\xc3\xbc"}'
+
+
+async def test_a_request_out_of_time_raises_timeout_and_tells_the_server() -> None:
+    """``timeout_s`` bounds the wait for the answer: TimeoutError, then ``notifications/cancelled``
+    for that id; a late answer is then no longer taken."""
+    raw, peer = lane()
+    with anyio.fail_after(10):
+        with pytest.raises(TimeoutError):
+            await raw.request("tools/call", {"name": "silent"}, timeout_s=0.05)
+    (sent,) = [m for m in peer.lines if m.get("method") == "tools/call"]
+    cancels = [m for m in peer.lines if m.get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [sent["id"]]
+    assert not await raw.take({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
+
+
+async def test_the_deadline_covers_a_write_that_blocks() -> None:
+    """A server that stops reading its stdin cannot hold a request past ``timeout_s``."""
+    raw = RawRequests()
+    stuck = anyio.Event()
+
+    async def blocked_write(data: bytes) -> None:
+        if b'"tools/call"' in data:  # the request blocks; the courtesy cancel after it does not
+            await stuck.wait()
+
+    raw.bind(blocked_write)
+    with anyio.fail_after(10):
+        with pytest.raises(TimeoutError):
+            await raw.request("tools/call", {"name": "x"}, timeout_s=0.05)
+
+
+async def test_an_outer_cancel_is_not_turned_into_a_timeout() -> None:
+    """The request's own deadline raises TimeoutError; a caller's cancel scope still cancels."""
+    raw, peer = lane()
+    with anyio.fail_after(10):
+        with anyio.move_on_after(0.05) as scope:
+            await raw.request("tools/call", {"name": "slow"}, timeout_s=30)
+    assert scope.cancelled_caught
+    assert any(m.get("method") == "notifications/cancelled" for m in peer.lines)

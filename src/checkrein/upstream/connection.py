@@ -282,7 +282,8 @@ class McpUpstream:
         result = await self._forward(
             f"tool {name!r}",
             timeout_s,
-            lambda session: session.forward_tool_call(name, arguments, meta=meta, on_progress=on_progress),
+            lambda session: session.forward_tool_call(name, arguments, meta=meta, on_progress=on_progress, timeout_s=timeout_s),
+            bounded=True,
         )
         self._failures = 0
         return strip_identifying_json_meta(result)
@@ -300,9 +301,10 @@ class McpUpstream:
         return strip_identifying_meta(result)
 
     async def _forward(
-        self, what: str, timeout_s: float, send: Callable[[UpstreamSession], Awaitable[_T]]
+        self, what: str, timeout_s: float, send: Callable[[UpstreamSession], Awaitable[_T]], *, bounded: bool = False
     ) -> _T:
-        """Send one request on the live session (restarting a dead one first), within ``timeout_s``.
+        """Send one request on the live session (restarting a dead one first), within ``timeout_s``
+        (``bounded``: ``send`` itself raises ``TimeoutError`` once ``timeout_s`` passed).
 
         A request the server refused because it no longer knows our HTTP session (it restarted
         while we were idle) never ran, so it is sent once more on a fresh session.
@@ -315,6 +317,9 @@ class McpUpstream:
             link = await self._revive()
         for attempt in (1, 2):
             try:
+                if bounded:
+                    with self._inflight.holding(CURRENT_DOWNSTREAM.get()):
+                        return await send(link.session)
                 # A bare deadline scope: `fail_after` is two generator context managers around one.
                 with anyio.CancelScope(deadline=anyio.current_time() + timeout_s), self._inflight.holding(CURRENT_DOWNSTREAM.get()):
                     return await send(link.session)

@@ -14,10 +14,11 @@ is followed by ``notifications/cancelled`` so the server can stop working on it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -51,8 +52,13 @@ def dumps(value: Any) -> bytes:
 @dataclass(eq=False, slots=True)
 class _Waiting:
     on_progress: ProgressFn | None
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: asyncio.Future[None]
     outcome: dict[str, Any] | None = None
+
+    def settle(self, outcome: dict[str, Any]) -> None:
+        if not self.done.done():
+            self.outcome = outcome
+            self.done.set_result(None)
 
 
 class RawRequests:
@@ -77,29 +83,36 @@ class RawRequests:
     def ready(self) -> bool:
         return self._write is not None and not self._closed
 
-    async def request(self, method: str, params: dict[str, Any], *, on_progress: ProgressFn | None = None) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any], *, on_progress: ProgressFn | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
         """Send ``method`` and return the server's ``result`` as parsed JSON.
 
         Raises ``MCPError`` with the server's error, or ``CONNECTION_CLOSED`` when the connection
-        ends first (or was never open).
+        ends first (or was never open); ``TimeoutError`` when ``timeout_s`` passes first, the
+        write included (the server is then told ``notifications/cancelled``). The deadline is
+        asyncio's own (`asyncio.timeout`), a fraction of an anyio cancel scope's cost.
         """
         if self._write is None or self._closed:
             raise MCPError(CONNECTION_CLOSED, "Connection closed")
         rid = next(self._ids)
         if on_progress is not None:
             params = {**params, "_meta": {**(params.get("_meta") or {}), "progressToken": rid}}
-        waiting = _Waiting(on_progress)
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(on_progress, loop.create_future())
         self._waiting[rid] = waiting
         written = False
         try:
-            line = dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            written = True  # a write interrupted by cancellation may still have gone out
-            await self._write(line)
-            self.sent += 1
-            await waiting.done.wait()
-        except anyio.get_cancelled_exc_class():
-            if written and not waiting.done.is_set():
+            async with asyncio.timeout(timeout_s):
+                line = dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                written = True  # a write interrupted by cancellation may still have gone out
+                await self._write(line)
+                self.sent += 1
+                await waiting.done
+        except (anyio.get_cancelled_exc_class(), TimeoutError):
+            # Cancelled, or out of time (asyncio.timeout cancels first, then turns it into TimeoutError).
+            if written and waiting.outcome is None:
                 await self._cancel(rid, "caller cancelled")
             raise
         finally:
@@ -136,12 +149,11 @@ class RawRequests:
                 return False
             result, error = message.get("result"), message.get("error")
             if isinstance(result, dict) and error is None:
-                waiting.outcome = {"result": result}
+                waiting.settle({"result": result})
             elif isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
-                waiting.outcome = {"error": error}
+                waiting.settle({"error": error})
             else:
-                waiting.outcome = {"error": {"code": -32603, "message": "the server sent a malformed response"}}
-            waiting.done.set()
+                waiting.settle({"error": {"code": -32603, "message": "the server sent a malformed response"}})
             return True
         if method == "notifications/progress":
             return await self._progress(message.get("params"))
@@ -188,6 +200,4 @@ class RawRequests:
         """The connection ended: every waiting request fails with ``CONNECTION_CLOSED``."""
         self._closed = True
         for waiting in list(self._waiting.values()):
-            if not waiting.done.is_set():
-                waiting.outcome = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
-                waiting.done.set()
+            waiting.settle({"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})

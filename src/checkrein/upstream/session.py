@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import anyio
 import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import CallOptions
@@ -56,6 +57,7 @@ class UpstreamSession(ClientSession):
         *,
         meta: dict[str, Any] | None = None,
         on_progress: Any = None,
+        timeout_s: float | None = None,
     ) -> dict[str, Any]:
         """``tools/call`` on the hot path: the same wire message and era stamping as ``call_tool``,
         without building a request model, and the result as the server's JSON (checked against
@@ -63,8 +65,9 @@ class UpstreamSession(ClientSession):
         (`checkrein.upstream.raw`), elsewhere through the SDK's dispatcher.
 
         Raises ``MCPError`` exactly as ``call_tool`` does, ``pydantic.ValidationError`` for a
-        malformed result, and ``RuntimeError`` for a result a proxy cannot forward
-        (``input_required`` or an extension's result type).
+        malformed result, ``RuntimeError`` for a result a proxy cannot forward
+        (``input_required`` or an extension's result type), and ``TimeoutError`` when
+        ``timeout_s`` (if given) passes first.
         """
         # `_stamp` and `_dispatcher` are the SDK session's own seams (set in its constructor);
         # the behaviour suite runs this path in both protocol eras, so a change in them shows.
@@ -82,13 +85,14 @@ class UpstreamSession(ClientSession):
         raw_lane = self.raw
         if raw_lane is not None and raw_lane.ready:
             # Headers (the only other thing the stamp sets) mean nothing on a pipe.
-            raw = await raw_lane.request("tools/call", data["params"], on_progress=on_progress)
+            raw = await raw_lane.request("tools/call", data["params"], on_progress=on_progress, timeout_s=timeout_s)
         else:
             if on_progress is not None:
                 # The dispatcher sends its own request id as the progress token and calls this once
                 # per progress notification of that request.
                 opts["on_progress"] = on_progress
-            raw = await self._dispatcher.send_raw_request("tools/call", data["params"], opts)
+            with anyio.fail_after(timeout_s):
+                raw = await self._dispatcher.send_raw_request("tools/call", data["params"], opts)
         kind = raw.get("resultType")
         if kind is not None and kind != "complete":
             raise RuntimeError(f"the upstream answered with a {kind!r} result, which checkrein does not forward")
