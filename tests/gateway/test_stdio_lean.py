@@ -17,7 +17,9 @@ import orjson
 import pytest
 from gateway_support import FIXTURE_SERVER as FIXTURE
 from gateway_support import CapturingTrail, echo_server_config, make_config
+from hypothesis import given, settings
 
+from _result_shapes import results
 from checkrein.frontend import CallFactory, GatewayServer
 from checkrein.frontend.stdio import StdioFrontend
 from checkrein.frontend.stdio_wire import open_stdio_wire
@@ -281,3 +283,21 @@ async def test_the_lane_off_serves_the_same_answers_through_the_sdk(tmp_path: Pa
             ok = await s.client.until_response(s.client.call("a__echo", {"text": "via the sdk"}))
             assert s.front.lane is None
     assert text(ok) == "via the sdk" and "resultType" not in ok["result"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=results)
+def test_plain_wire_is_what_the_sdk_serializer_writes(value: dict[str, Any]) -> None:
+    """For every handshake-era version, the lane's own serialization of a plain text result is
+    byte for byte the SDK serializer's (which still runs, and judges, everything else)."""
+    from mcp_types import methods as sdk_methods
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from checkrein.frontend.stdio_lean import plain_wire
+    from checkrein.upstream.raw import dumps
+
+    wire = plain_wire(value)
+    if wire is None:
+        return
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        assert dumps(wire) == dumps(sdk_methods.serialize_server_result("tools/call", version, value)), version

@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import mcp.types as types
 import orjson
 import pytest
+from hypothesis import given, settings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from checkrein.upstream.raw import RawRequests, dumps
+from _result_shapes import results
+from checkrein.upstream.raw import RawRequests, dumps, plain_text_result
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +186,22 @@ async def test_an_outer_cancel_is_not_turned_into_a_timeout() -> None:
             await raw.request("tools/call", {"name": "slow"}, timeout_s=30)
     assert scope.cancelled_caught
     assert any(m.get("method") == "notifications/cancelled" for m in peer.lines)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=results)
+def test_a_plain_text_result_is_one_the_model_accepts(value: dict[str, Any]) -> None:
+    """`plain_text_result` only vouches for results ``CallToolResult`` validates (so skipping the
+    model for them never lets a malformed result through, and a malformed one meets the model)."""
+    if plain_text_result(value):
+        types.CallToolResult.model_validate(value, by_name=False)
+
+
+def test_plain_text_results_are_recognised() -> None:
+    """The hot shape is taken; anything unusual is left to the model."""
+    assert plain_text_result({"content": [{"type": "text", "text": "hello"}]})
+    assert plain_text_result({"content": [], "isError": True, "resultType": "complete", "_meta": {}})
+    assert not plain_text_result({"content": [{"type": "text", "text": 1}]})
+    assert not plain_text_result({"content": [{"type": "image", "data": "", "mimeType": "image/png"}]})
+    assert not plain_text_result({"content": [{"type": "text", "text": "x"}], "isError": "true"})
+    assert not plain_text_result({"content": [{"type": "text", "text": "x"}], "resultType": "input_required"})

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from checkrein.policy import ToolCall
-from checkrein.upstream.raw import dumps
+from checkrein.upstream.raw import dumps, plain_text_result
 from checkrein.upstream.relay import ServerRequestKind
 
 from .context import CallFactory
@@ -246,7 +247,9 @@ class LeanLane:
         try:
             result = await self.front.call_tool_json(call, request, request, rid)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True) if not isinstance(result, dict) else result
-            wire = sdk_methods.serialize_server_result("tools/call", settled.version, dumped)
+            wire = plain_wire(dumped)
+            if wire is None:
+                wire = sdk_methods.serialize_server_result("tools/call", settled.version, dumped)
         except ValidationError:
             log.exception("tools/call %s: the result does not fit the protocol's schema", params["name"])
             return _error(rid, types.INTERNAL_ERROR, "Handler returned an invalid result")
@@ -286,6 +289,43 @@ class LeanLane:
         if not isinstance(result, dict):
             raise ValueError(f"the client's answer to {method} has no result object")
         return result
+
+
+def plain_wire(result: dict[str, Any]) -> dict[str, Any] | None:
+    """What the SDK's serializer makes of a plain text result (`plain_text_result`) for every
+    handshake-era version: the same members in the same order, ``resultType`` dropped; ``None``
+    for anything else (the serializer then runs). A property test holds it to the serializer."""
+    if not plain_text_result(result):
+        return None
+    free = [b["_meta"] for b in result["content"] if len(b) > 2]
+    free += [result[k] for k in ("_meta", "structuredContent") if k in result]
+    if free and not all(_finite(v, 0) for v in free):
+        return None  # the serializer writes a non-finite float as null (or refuses what nests too deep)
+    wire: dict[str, Any] = {}
+    if "_meta" in result:
+        wire["_meta"] = result["_meta"]
+    wire["content"] = [
+        {"text": b["text"], "type": "text"} if len(b) == 2 else {"_meta": b["_meta"], "text": b["text"], "type": "text"}
+        for b in result["content"]
+    ]
+    if "isError" in result:
+        wire["isError"] = result["isError"]
+    if "structuredContent" in result:
+        wire["structuredContent"] = result["structuredContent"]
+    return wire
+
+
+def _finite(value: Any, depth: int) -> bool:
+    """No float in ``value`` is NaN or infinite (and it nests less than 64 deep)."""
+    if type(value) is float:
+        return math.isfinite(value)
+    if depth > 64:
+        return False
+    if type(value) is dict:
+        return all(_finite(v, depth + 1) for v in value.values())
+    if type(value) is list:
+        return all(_finite(v, depth + 1) for v in value)
+    return True
 
 
 def _error(rid: Any, code: int, message: str) -> bytes:

@@ -9,6 +9,7 @@ line that was not JSON-RPC) for the error message.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -199,9 +200,22 @@ async def open_stdio(
             # The server stopped reading (it died): end the session's read side so no request waits.
             await read_send.aclose()
 
+    stdin_writer = getattr(process.stdin, "_stream", None)  # anyio's asyncio StreamWriter, when it is one
+
     async def write_line(data: bytes) -> None:
         assert process.stdin is not None
-        await process.stdin.send(data + b"\n")
+        if not isinstance(stdin_writer, asyncio.StreamWriter):
+            await process.stdin.send(data + b"\n")
+            return
+        # anyio's `send` ends every write with a shielded checkpoint (one more event-loop pass per
+        # request); the stream's own `drain` already waits while the pipe is full.
+        try:
+            stdin_writer.write(data + b"\n")
+            await stdin_writer.drain()
+        except (ConnectionResetError, BrokenPipeError, RuntimeError) as exc:
+            if stdin_writer.is_closing():  # as anyio's `send` maps it
+                raise anyio.BrokenResourceError from exc
+            raise
 
     if raw is not None:
         raw.bind(write_line)

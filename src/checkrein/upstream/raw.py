@@ -27,7 +27,7 @@ import orjson
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-__all__ = ["ProgressFn", "RawRequests", "dumps"]
+__all__ = ["ProgressFn", "RawRequests", "dumps", "plain_text_result"]
 
 log = logging.getLogger("checkrein.upstream")
 
@@ -47,6 +47,34 @@ def dumps(value: Any) -> bytes:
         import json
 
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+_RESULT_KEYS = frozenset({"content", "isError", "_meta", "structuredContent"})
+_TEXT_KEYS = frozenset({"type", "text", "_meta"})
+
+
+def plain_text_result(value: Any) -> bool:
+    """Whether ``value`` is a tools/call result that ``CallToolResult`` certainly accepts: only
+    text blocks (``type``, ``text``, optional ``_meta`` object), ``isError`` a boolean,
+    ``_meta`` and ``structuredContent`` objects, ``resultType`` ``"complete"``, nothing else. False says "not sure", never
+    "invalid": the caller then validates with the model (a property test holds this check to
+    the model's)."""
+    if type(value) is not dict:
+        return False
+    if not _RESULT_KEYS.issuperset(value) and (value.get("resultType") != "complete" or not _RESULT_KEYS.issuperset(k for k in value if k != "resultType")):
+        return False
+    content = value.get("content")
+    if type(content) is not list:
+        return False
+    for block in content:
+        if type(block) is not dict or block.get("type") != "text" or type(block.get("text")) is not str:
+            return False
+        if len(block) > 2 and (not _TEXT_KEYS.issuperset(block) or type(block.get("_meta")) is not dict):
+            return False
+    is_error = value.get("isError", False)
+    if type(is_error) is not bool:
+        return False
+    return all(type(value.get(k, {})) is dict for k in ("_meta", "structuredContent"))
 
 
 @dataclass(eq=False, slots=True)

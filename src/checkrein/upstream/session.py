@@ -23,7 +23,7 @@ from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 
-from checkrein.upstream.raw import RawRequests
+from checkrein.upstream.raw import RawRequests, plain_text_result
 
 from .propagation import OUTBOUND_TRACEPARENT
 
@@ -96,7 +96,8 @@ class UpstreamSession(ClientSession):
         kind = raw.get("resultType")
         if kind is not None and kind != "complete":
             raise RuntimeError(f"the upstream answered with a {kind!r} result, which checkrein does not forward")
-        types.CallToolResult.model_validate(raw, by_name=False)  # the check; the JSON is what goes on
+        if not plain_text_result(raw):  # text blocks only are certainly valid: no model needed
+            types.CallToolResult.model_validate(raw, by_name=False)  # the check; the JSON is what goes on
         return raw
 
 
