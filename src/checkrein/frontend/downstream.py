@@ -10,8 +10,6 @@ as not supporting server requests instead of being asked and failing.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -131,14 +129,20 @@ class ClientRequest(RequestFacts):
         return dumped
 
 
-@contextlib.contextmanager
-def relaying(request: Downstream) -> Iterator[None]:
-    """Make ``request`` the client an upstream's messages go to while the gate handles it."""
-    token = CURRENT_DOWNSTREAM.set(request)
-    try:
-        yield
-    finally:
-        CURRENT_DOWNSTREAM.reset(token)
+class relaying:
+    """Make ``request`` the client an upstream's messages go to while the gate handles it (a
+    class rather than a generator: it runs on every call)."""
+
+    __slots__ = ("_request", "_token")
+
+    def __init__(self, request: Downstream) -> None:
+        self._request = request
+
+    def __enter__(self) -> None:
+        self._token = CURRENT_DOWNSTREAM.set(self._request)
+
+    def __exit__(self, *exc: object) -> None:
+        CURRENT_DOWNSTREAM.reset(self._token)
 
 
 class Subscriptions:

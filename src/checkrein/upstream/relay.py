@@ -79,6 +79,22 @@ def no_downstream() -> Iterator[None]:
         CURRENT_DOWNSTREAM.reset(token)
 
 
+class _Holding:
+    """`InFlight.holding` (a class rather than a generator: it runs on every upstream request)."""
+
+    __slots__ = ("_downstream", "_key", "_open")
+
+    def __init__(self, open_: dict[int, Downstream], key: int, downstream: Downstream | None) -> None:
+        self._open, self._key, self._downstream = open_, key, downstream
+
+    def __enter__(self) -> None:
+        if self._downstream is not None:
+            self._open[self._key] = self._downstream
+
+    def __exit__(self, *exc: object) -> None:
+        self._open.pop(self._key, None)
+
+
 class InFlight:
     """The requests one upstream is working on, and whose they are."""
 
@@ -86,17 +102,9 @@ class InFlight:
         self._ids = itertools.count(1)
         self._open: dict[int, Downstream] = {}
 
-    @contextmanager
-    def holding(self, downstream: Downstream | None) -> Iterator[None]:
-        if downstream is None:
-            yield
-            return
-        key = next(self._ids)
-        self._open[key] = downstream
-        try:
-            yield
-        finally:
-            self._open.pop(key, None)
+    def holding(self, downstream: Downstream | None) -> _Holding:
+        """A context manager: ``downstream``'s request is in flight inside it (none: nothing)."""
+        return _Holding(self._open, next(self._ids), downstream)
 
     def __len__(self) -> int:
         return len(self._open)
