@@ -1,6 +1,6 @@
 """Where one stdio tools/call spends the gateway's CPU: cProfile (CPU clock) inside ``checkrein serve``.
 
-    .venv/bin/python benchmarks/profile_stdio.py [--calls 1500] [--audit] [--fast-path off] [--out FILE]
+    .venv/bin/python benchmarks/profile_stdio.py [--calls 1500] [--concurrency 1] [--audit] [--fast-path off] [--out FILE]
 
 Starts ``checkrein serve`` (stdio, one echo upstream, the overhead benchmark's config) under a
 profiler that starts after the warm-up calls (SIGUSR2) and is written out after the measured ones
@@ -61,9 +61,16 @@ async def main(args: argparse.Namespace) -> None:
         os.kill(pid, signal.SIGUSR2)
         await anyio.sleep(0.5)
         cpu0, start = overhead.cpu_seconds(pid), time.perf_counter()
-        for _ in range(args.calls):
-            result = await s.call_tool("echo__echo", {"text": "hello"})
-            assert not result.is_error, result
+        limit = anyio.Semaphore(args.concurrency)
+
+        async def one() -> None:
+            async with limit:
+                result = await s.call_tool("echo__echo", {"text": "hello"})
+                assert not result.is_error, result
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(args.calls):
+                tg.start_soon(one)
         wall, cpu = time.perf_counter() - start, overhead.cpu_seconds(pid) - cpu0
         os.kill(pid, signal.SIGUSR1)
         await anyio.sleep(3)
@@ -81,4 +88,5 @@ if __name__ == "__main__":
     parser.add_argument("--fast-path", help="CHECKREIN_FAST_PATH for the gateway (off: the SDK path)")
     parser.add_argument("--out", help="where to write the profile (default: a temp dir)")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--concurrency", type=int, default=1, help="calls in flight (1: sequential)")
     anyio.run(main, parser.parse_args())

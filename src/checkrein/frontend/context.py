@@ -13,7 +13,7 @@ import re
 import secrets
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mcp.server.context import ServerRequestContext
@@ -59,6 +59,8 @@ class CallFactory:
     transport: Literal["stdio", "http"]
     stdio_identity: Identity
     stdio_session: str
+    _named: dict[str, Identity] = field(default_factory=dict, compare=False, repr=False)
+    """`make_raw`'s identities by client name (``stdio_identity`` with that client)."""
 
     @classmethod
     def for_stdio(cls) -> CallFactory:
@@ -128,9 +130,15 @@ class CallFactory:
         """`make` for a stdio request read as plain JSON (the lean lane): ``meta`` is its raw
         ``_meta``, ``client_name`` the ``clientInfo.name`` of the handshake."""
         base = self.stdio_identity
-        identity = base if client_name is None or base.client is not None else Identity(
-            base.user, base.roles, base.source, client_name, base.authenticated
-        )
+        if client_name is None or base.client is not None:
+            identity = base
+        else:
+            named = self._named.get(client_name)  # the same client on every call: built once
+            if named is None:
+                if len(self._named) >= 16:
+                    self._named.clear()
+                named = self._named[client_name] = Identity(base.user, base.roles, base.source, client_name, base.authenticated)
+            identity = named
         return self._call(identity, self.stdio_session, True, _trace(meta), kind, name, arguments, meta)
 
     @staticmethod
@@ -148,12 +156,16 @@ class CallFactory:
         if meta is not None:
             sent = meta.get(TASK_META_KEY)
             task = sent[:_MAX_TASK_CHARS] if isinstance(sent, str) and sent.strip() else None
-        trace_id, parent = trace if trace is not None else (secrets.token_hex(16), None)
+        if trace is None:
+            ids = secrets.token_hex(24)  # one read of the system's random source for both ids
+            trace_id, parent, span_id = ids[:32], None, ids[32:]
+        else:
+            (trace_id, parent), span_id = trace, secrets.token_hex(8)
         return ToolCall(
             identity=identity,
             session_id=session_id,
             trace_id=trace_id,
-            span_id=secrets.token_hex(8),
+            span_id=span_id,
             parent_span_id=parent,
             exposed_name=name,
             arguments=arguments,

@@ -109,7 +109,13 @@ def strip_identifying_json_meta(result: dict[str, Any]) -> dict[str, Any]:
             out["_meta"] = kept
     for list_field in ("content", "contents", "messages"):
         items = result.get(list_field)
-        if not isinstance(items, list) or not any(isinstance(i, dict) and _needs_cleaning(i.get("_meta")) for i in items):
+        if type(items) is not list:
+            if not isinstance(items, list):
+                continue
+        for i in items:  # a loop, not any() over a generator: this runs twice on every call
+            if isinstance(i, dict) and "_meta" in i and _needs_cleaning(i["_meta"]):
+                break
+        else:
             continue
         if out is result:
             out = dict(result)

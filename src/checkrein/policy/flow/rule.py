@@ -173,11 +173,11 @@ def after_call(
     n = state.calls + 1
     state = state.with_calls(n)
     source = f"{flow.exposed} (call {n})"
-    kept = [
-        text
-        for pointer, text in leaves(arguments, "")
-        if approved or not any(_leaf_of(pointer, t) for t in verdict.tainted)
-    ]
+    tainted = verdict.tainted
+    if approved or not tainted:
+        kept = [text for _, text in leaves(arguments, "")]
+    else:
+        kept = [text for pointer, text in leaves(arguments, "") if not any(_leaf_of(pointer, t) for t in tainted)]
     if kept:
         state = state.trust(f"your arguments to {flow.exposed}", kept, limits.max_trusted_bytes)
     if result is None:
