@@ -377,6 +377,16 @@ def report(transport: str, targets: list[Target], args: argparse.Namespace) -> l
         )
     for row in rows[1:]:
         print(f"added p50 (sequential), {row['target']}: {row['added_p50_ms']:+.2f} ms")
+    before = next((r for r in rows if r["target"] == "checkrein-base"), None)
+    if before is not None:
+        for row in rows:
+            if row["target"] in ("checkrein", "checkrein-audit"):
+                print(
+                    f"{row['target']} / checkrein-base: CPU per call {row['seq_cpu_us'] / before['seq_cpu_us']:.2f}x seq, "
+                    f"{row['conc_cpu_us'] / before['conc_cpu_us']:.2f}x conc; p50 {row['seq_p50_ms'] / before['seq_p50_ms']:.2f}x seq, "
+                    f"{row['conc_p50_ms'] / before['conc_p50_ms']:.2f}x conc; calls/s {row['seq_calls_s'] / before['seq_calls_s']:.2f}x seq, "
+                    f"{row['conc_calls_s'] / before['conc_calls_s']:.2f}x conc"
+                )
     return rows
 
 
