@@ -301,3 +301,20 @@ def test_plain_wire_is_what_the_sdk_serializer_writes(value: dict[str, Any]) -> 
         return
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         assert dumps(wire) == dumps(sdk_methods.serialize_server_result("tools/call", version, value)), version
+
+
+async def test_a_lane_request_that_breaks_ends_serving_with_its_error(tmp_path: Path) -> None:
+    """A failure outside the gate (here: writing the answer) is not swallowed by the lane's own
+    task: serving stops and the error comes out of the frontend, as from its task group."""
+
+    async def broken(line: bytes) -> None:
+        raise RuntimeError("the wire broke")
+
+    with anyio.fail_after(30), pytest.raises(BaseExceptionGroup) as failed:
+        async with lean_gateway(tmp_path) as served:
+            await served.client.initialize()
+            assert served.front.lane is not None
+            served.front.lane.write = broken
+            served.client.call("a__echo", {"text": "x"})
+            await anyio.sleep_forever()
+    assert failed.group_contains(RuntimeError, match="the wire broke")

@@ -159,9 +159,7 @@ class LeanLane:
         have been from inside the task group."""
         self._tg = tg
         key = coerce_request_id(message["id"])
-        task = asyncio.get_running_loop().create_task(self._serve(message, key))
-        self._running[key] = task
-        task.add_done_callback(self._done)
+        self._running[key] = asyncio.get_running_loop().create_task(self._serve(message, key))
 
     def answer(self, message: Any) -> bool:
         """Take ``message`` if it is the client's answer to one of the lane's own requests."""
@@ -211,12 +209,10 @@ class LeanLane:
         if self._crashed is not None:
             raise self._crashed
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or task.exception() is None:
-            return
-        log.error("a lean lane request failed", exc_info=task.exception())
+    def _crash(self, exc: Exception) -> None:
+        log.error("a lean lane request failed", exc_info=exc)
         if self._crashed is None:
-            self._crashed = task.exception()
+            self._crashed = exc
             if self._tg is not None:
                 self._tg.cancel_scope.cancel()
 
@@ -228,6 +224,8 @@ class LeanLane:
             line = await self._respond(rid, message["params"], settled)
             self.handled += 1
             await self.write(line)
+        except Exception as exc:  # noqa: BLE001 - outside the gate (which answers every failure): stop serving
+            self._crash(exc)
         finally:
             self._running.pop(key, None)
             if not self._running and self._idle is not None:
