@@ -354,7 +354,7 @@ def report(transport: str, targets: list[Target], args: argparse.Namespace) -> l
         seq_rate, conc_rate = statistics.median(t.seq.rates), statistics.median(t.conc.rates)
         seq_cpu = t.seq.cpu_s / max(1, t.seq.calls) * 1e6
         conc_cpu = t.conc.cpu_s / max(1, t.conc.calls) * 1e6
-        row = {
+        row: dict[str, Any] = {
             "transport": transport,
             "target": t.name,
             "seq_p50_ms": pct(t.seq.latencies, 0.5),
