@@ -322,7 +322,7 @@ class Writer(threading.Thread):
         except OSError as exc:
             self._enter_failing(exc)
             return False
-        self._index_rows(start)
+        rows = self._located_rows(start)
         self._good_size += len(data)
         self._synced_seq += len(self._pending)
         self.synced = (self._segment, self._good_size, self._synced_seq)
@@ -341,14 +341,16 @@ class Writer(threading.Thread):
             published, self._pending_checkpoints = self._pending_checkpoints, []
             for size, root in published:
                 self._publisher.submit(size, root)
+        if rows and self._index is not None:
+            self._index.submit(rows)
         if self._failing:
             self._leave_failing()
         return True
 
-    def _index_rows(self, offset: int) -> None:
-        """Hand the index the rows of the pending lines just written at ``offset`` of the segment."""
+    def _located_rows(self, offset: int) -> list[Row]:
+        """The index rows of the pending lines, just written at ``offset`` of the segment."""
         if self._index is None or not self._pending_rows:
-            return
+            return []
         segment = self._segment
         rows: list[Row] = []
         append = rows.append
@@ -357,7 +359,7 @@ class Writer(threading.Thread):
             append((*fields, segment, offset, n - 1))
             offset += n
         self._pending_rows = []
-        self._index.submit(rows)
+        return rows
 
     def _rotate(self) -> bool:
         nxt = self._segment + 1
