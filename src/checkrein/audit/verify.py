@@ -405,16 +405,21 @@ class _Verifier:
         self.r.signatures_checked += 1
 
 
+def _index_unchecked(report: VerifyReport, why: str, kind: str, *, required: bool) -> None:
+    """The index cannot be checked: a problem when it is ``required``, else a warning."""
+    if required:
+        raise _Invalid(Problem(why, file=INDEX_FILE, kind=kind))
+    report.warnings.append(why)
+
+
 def _check_sqlite(directory: Path, report: VerifyReport, live: bool, *, required: bool) -> None:
     """The index must hold exactly the log's lines (a prefix of them when ``live``); a missing one
     is a warning, or a problem when ``required``."""
     if not (directory / INDEX_FILE).exists():
         report.index = "missing"
-        why = (f"{INDEX_FILE} is missing: deleted, or never written (`checkrein audit reindex` rebuilds it; "
-               "a log written with [audit] sqlite = false is verified with --no-index)")
-        if required:
-            raise _Invalid(Problem(why, file=INDEX_FILE, kind="index_missing"))
-        report.warnings.append(why)
+        _index_unchecked(report, f"{INDEX_FILE} is missing: deleted, or never written (`checkrein audit reindex` "
+                         "rebuilds it; a log written with [audit] sqlite = false is verified with --no-index)",
+                         "index_missing", required=required)
         return
     report.index = "stale"
     try:
@@ -423,11 +428,9 @@ def _check_sqlite(directory: Path, report: VerifyReport, live: bool, *, required
         raise _Invalid(Problem(f"{INDEX_FILE} cannot be opened: {exc}", file=INDEX_FILE)) from None
     try:
         if tuple(r[1] for r in db.execute("PRAGMA table_info(events)")) != INDEX_COLUMNS:
-            why = (f"{INDEX_FILE} has an older schema (written by an earlier version): the next writer to open "
-                   "the log rebuilds it, or `checkrein audit reindex`")
-            if required:
-                raise _Invalid(Problem(why, file=INDEX_FILE, kind="index_stale"))
-            report.warnings.append(why)
+            _index_unchecked(report, f"{INDEX_FILE} has an older schema (written by an earlier version): the next "
+                             "writer to open the log rebuilds it, or `checkrein audit reindex`", "index_stale",
+                             required=required)
             return
         rows = db.execute(f"SELECT {', '.join(INDEX_COLUMNS)} FROM events ORDER BY seq")
         lines = iter_located_lines(directory)
