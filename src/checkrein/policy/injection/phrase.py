@@ -1,5 +1,5 @@
 """`Phrase`: one regex signal behind cheap substring prefilters, with its weight; `WordFinder`:
-which of a set of literal words occur in a text, in one regex pass."""
+which of a set of literal words occur in a text, in one compiled Aho-Corasick pass."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+import ahocorasick_rs
+
 from checkrein._trie import trie_regex
 
-__all__ = ["NeedleIndex", "Phrase", "View", "WordFinder", "phrase"]
+__all__ = ["NeedleIndex", "Phrase", "TrieWordFinder", "View", "WordFinder", "phrase"]
 
 
-class WordFinder:
+class TrieWordFinder:
     """The set of ``words`` that occur in a text (as substrings), in one left-to-right regex pass
-    instead of one substring search per word.
+    instead of one substring search per word: the general finder, kept as `WordFinder`'s reference
+    and for texts the compiled matcher cannot take (lone surrogates, which UTF-8 cannot encode).
 
     Exact: a zero-width lookahead tries the trie of every word at every position and captures the
     longest word starting there; every word that also starts there is a prefix of it, and every
@@ -36,6 +39,37 @@ class WordFinder:
         for hit in set(self._regex.findall(text)):
             found |= inside[hit]
         return found
+
+
+class WordFinder:
+    """The set of ``words`` that occur in a text (as substrings), by a compiled Aho-Corasick
+    automaton (`ahocorasick_rs`, a DFA in Rust): every occurrence of every word, overlapping,
+    in one pass at ~10 ns per character where `TrieWordFinder`'s regex costs ~90-140.
+
+    Exact: an overlapping standard search reports each (word, position) at which a word occurs,
+    so the set of reported words is the set of words that occur. The automaton matches UTF-8
+    bytes; a text with a lone surrogate (not encodable) goes to `TrieWordFinder` instead."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(sorted({w for w in words if w}))
+        self._general = TrieWordFinder(self.words)
+        self._automaton = (
+            ahocorasick_rs.AhoCorasick(
+                self.words, implementation=ahocorasick_rs.Implementation.DFA, store_patterns=True
+            )
+            if self.words
+            else None
+        )
+
+    def present(self, text: str) -> set[str]:
+        """The words of this finder that occur in ``text`` (the same as ``{w for w in words if w in text}``)."""
+        if self._automaton is None:
+            return set()
+        try:
+            return set(self._automaton.find_matches_as_strings(text, overlapping=True))
+        except UnicodeEncodeError:  # a lone surrogate: the regex finder takes any str
+            return self._general.present(text)
+
 
 View = Literal["text", "folded"]
 

@@ -1,0 +1,56 @@
+"""The injection detector's needle pass: the compiled `WordFinder` against the general regex finder."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkrein.policy.injection.phrase import TrieWordFinder, WordFinder
+from checkrein.policy.injection.phrases import NEEDLES
+
+_VIEWS = ("text", "folded")
+_ALL_NEEDLES = sorted({n for view in _VIEWS for n in NEEDLES._needles[view]})
+_FINDERS = {view: (WordFinder(NEEDLES._needles[view]), TrieWordFinder(NEEDLES._needles[view])) for view in _VIEWS}
+_PIECES = st.one_of(
+    st.sampled_from(_ALL_NEEDLES),
+    st.sampled_from(_ALL_NEEDLES).flatmap(lambda n: st.sampled_from([n[: len(n) // 2], n[len(n) // 2 :], n[1:], n[:-1]])),
+    st.text(max_size=8),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=2),
+    st.sampled_from([" ", "\n", "é", "ß", "忽略", "\x00", "  "]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_the_compiled_finder_agrees_with_the_regex_finder_on_the_detectors_needles(text: str) -> None:
+    """Needles, their halves and noise (non-ASCII, lone surrogates): both finders give the substring set."""
+    for view in _VIEWS:
+        compiled, general = _FINDERS[view]
+        expected = {w for w in compiled.words if w in text}
+        assert compiled.present(text) == expected
+        assert general.present(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abé", min_size=1, max_size=4), max_size=8),
+    st.text(alphabet="abé \ud800", max_size=30),
+)
+def test_the_compiled_finder_finds_overlapping_and_nested_words(words: list[str], text: str) -> None:
+    """Words inside words, overlapping and repeated occurrences over a tiny alphabet: the exact substring set."""
+    expected = {w for w in words if w in text}
+    assert WordFinder(words).present(text) == expected
+    assert TrieWordFinder(words).present(text) == expected
+
+
+def test_a_lone_surrogate_falls_back_to_the_regex_finder_and_still_finds_the_needles() -> None:
+    """UTF-8 cannot encode a lone surrogate: the needles around it are still reported."""
+    finder = WordFinder(["ignore previous", "system prompt"])
+    assert finder.present("\udc80 ignore previous \ud800 system prompt") == {"ignore previous", "system prompt"}
+    assert finder.present("\ud800") == set()
+
+
+def test_an_empty_finder_finds_nothing() -> None:
+    """No words (or only the empty word): nothing is present, whatever the text."""
+    assert WordFinder([]).present("anything") == set()
+    assert WordFinder([""]).present("") == set()
