@@ -212,13 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--wall", action="store_true", help="time with the wall clock (default: this thread's CPU time, robust on a busy machine)"
     )
-    ap.add_argument("--baseline", metavar="REF", help="compare the 400 B call with this git ref's src/ (alternating subprocesses)")
+    ap.add_argument("--baseline", metavar="REF", help="compare the 400 B call and the detector rows with this git ref's src/ (alternating subprocesses; with --detector only the detector rows)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds per tree with --baseline")
     ap.add_argument("--detector", action="store_true", help="only the injection detector rows")
     ap.add_argument("--small-only", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     if ns.baseline:
-        return compare(ns.baseline, ns.rounds, ns.wall)
+        return compare(ns.baseline, ns.rounds, ns.wall, detector_only=ns.detector)
     small_n, big_n = (2000, 30) if ns.quick else (20000, 300)
     clock = time.perf_counter_ns if ns.wall else time.thread_time_ns
     if ns.detector:
@@ -280,8 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def compare(ref: str, rounds: int, wall: bool) -> int:
-    """p50 of the 400 B call (10 tools, analyzers on) for this tree and for ``ref``, alternating."""
+def compare(ref: str, rounds: int, wall: bool, detector_only: bool = False) -> int:
+    """p50 of the 400 B call (10 tools, analyzers on) and the detector rows for this tree and for ``ref``,
+    alternating (only the detector rows with ``detector_only``)."""
     import subprocess
     import tarfile
     import tempfile
@@ -303,7 +304,7 @@ def compare(ref: str, rounds: int, wall: bool) -> int:
         p99s: dict[tuple[str, str], list[float]] = {}
         for _ in range(rounds):
             for name, src in trees.items():
-                cmd = [sys.executable, __file__, "--json", "--small-only"] + (["--wall"] if wall else [])
+                cmd = [sys.executable, __file__, "--json", "--detector" if detector_only else "--small-only"] + (["--wall"] if wall else [])
                 out = subprocess.run(cmd, capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(src)}, check=False)
                 rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
                 if len(rows) < 2:

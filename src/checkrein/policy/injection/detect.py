@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from checkrein._trie import trie_regex
 from checkrein.policy.decision import Finding
 
 from .carriers import Signal, action_signals, encoded_regions, exfil_link_signals, hidden_regions
@@ -32,6 +31,7 @@ from .lexicon import (
     FOREIGN,
 )
 from .normalize import Views, normalize
+from .phrase import WordFinder
 from .phrases import NEEDLES
 from .tasks import task_label_signals
 
@@ -47,6 +47,10 @@ _ACTIONS_MAX = 0.75  # exfil_directive 0.5 + action_directive 0.25
 _VERB_TAILS = frozenset(v[-4:] for v in EN_VERBS if len(v) >= 4)
 _TRIGGERS = EN_VERBS | EN_WEAK_VERBS | EN_NEG_FOLLOW | {"attention"}
 _TOKEN_RE = re.compile(r"\w+(?:'\w+)*")
+# The tokenizer pass below acts only on a token that is a trigger or that `_unglue` changes (one
+# ending with an English verb): either way some trigger occurs in the text as a substring. A text in
+# which none occurs (almost every result) skips the tokenizer. Exact: a necessary condition of both.
+_ANY_TRIGGER = WordFinder(_TRIGGERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,8 @@ def _ignore_family(folded: str) -> list[Signal]:
     """English "ignore/disregard/forget ... previous ... instructions", tolerant of one typo per word
     and of the phrase being glued to the text before it."""
     out: list[Signal] = []
+    if not _ANY_TRIGGER.present(folded):
+        return out
     words = set(_TOKEN_RE.findall(folded))
     if words.isdisjoint(_TRIGGERS) and not any(_unglue(w) != w for w in words if len(w) > 7):
         return out
@@ -131,18 +137,16 @@ def _ignore_family(folded: str) -> list[Signal]:
     return out
 
 
-# Every verb stem of every language in one trie regex: a text none of them occurs in (almost every
-# result) skips the per-verb searches below. Exact: the search finds a match iff some verb occurs.
-_ANY_FOREIGN_VERB = re.compile(trie_regex({v for _, verbs, _, _ in FOREIGN for v in verbs}))
-# The ASCII stems alone: an ASCII text can hold no other (a smaller trie, ~2.5x faster per character).
-_ANY_ASCII_FOREIGN_VERB = re.compile(trie_regex({v for _, verbs, _, _ in FOREIGN for v in verbs if v.isascii()}))
+# Every verb stem of every language in one automaton: a text none of them occurs in (almost every
+# result) skips the per-verb searches below. Exact: it finds a word iff some verb occurs.
+_ANY_FOREIGN_VERB = WordFinder({v for _, verbs, _, _ in FOREIGN for v in verbs})
 
 
 def _foreign_family(text: str) -> list[Signal]:
     """The same family in other languages: a verb stem and a noun stem within a short window."""
     out: list[Signal] = []
     ascii_only = text.isascii()
-    if (_ANY_ASCII_FOREIGN_VERB if ascii_only else _ANY_FOREIGN_VERB).search(text) is None:
+    if not _ANY_FOREIGN_VERB.present(text):
         return out
     for lang, verbs, nouns, own_negations in FOREIGN:
         negations = (*own_negations, "not ", "n't ", "never ")
