@@ -17,15 +17,19 @@ from __future__ import annotations
 import re
 
 from .carriers import _EXTERNAL_RE, Signal
+from .phrase import WordFinder
 
 __all__ = ["task_label_signals"]
 
-_LABEL_RE = re.compile(
-    r"(?:todo|to-do|(?<![\w-])(?:to do|new task|task|action required|required action|action item|action needed|"
-    r"assignment|aufgabe|zu erledigen|tarea|pendiente|tâche|à faire|a fare|da fare|compito|"
-    r"tarefa|a fazer|zadanie|taak|uppgift|opgave|tehtävä|görev|задача|задание|сделать|任务|待办|待辦|タスク|"
-    r"할 일|작업))s?\s?[:：]\s*"
-)
+_LABELS = (
+    "to do|new task|task|action required|required action|action item|action needed|"
+    "assignment|aufgabe|zu erledigen|tarea|pendiente|tâche|à faire|a fare|da fare|compito|"
+    "tarefa|a fazer|zadanie|taak|uppgift|opgave|tehtävä|görev|задача|задание|сделать|任务|待办|待辦|タスク|"
+    "할 일|작업"
+).split("|")
+_LABEL_RE = re.compile(r"(?:todo|to-do|(?<![\w-])(?:" + "|".join(_LABELS) + r"))s?\s?[:：]\s*")
+# Every label match holds one of these words: a text with none (one automaton pass) has no label.
+_ANY_LABEL = WordFinder(("todo", "to-do", *_LABELS))
 # Where a label starts: the text, a line, a sentence, a quoted field, a bullet or a "key: " prefix.
 _BOUNDARY = tuple("\n'\"([-*•>#.!?:,;|“«「")
 # A `todo:` glued to the word before it ("...USATODO: send") is still a label: no word ends that way.
@@ -97,6 +101,8 @@ def task_label_signals(text: str) -> list[Signal]:
     out: list[Signal] = []
     if ":" not in text and "：" not in text:
         return out  # every label ends with a colon (`_LABEL_RE`)
+    if not _ANY_LABEL.present(text):
+        return out
     opening = len(text) - len(text.lstrip(" \n'\""))
     for m in _LABEL_RE.finditer(text):
         before = text[max(0, m.start() - 2) : m.start()].rstrip(" ")
