@@ -134,3 +134,12 @@ def test_the_label_gate_never_hides_a_task_label(text: str) -> None:
         assert tasks.task_label_signals(text) == fast
     if tasks._LABEL_RE.search(text):
         assert tasks._ANY_LABEL.present(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("  \n\n\t\r\x0b\x0c\x1c\x1fab")), max_size=80))
+def test_the_ascii_collapse_by_replaces_is_the_two_substitutions(text: str) -> None:
+    """Long mixed runs of ASCII whitespace: the replace loops give what the two regex substitutions give."""
+    from checkrein.policy.injection.normalize import _NEWLINES_RE, _SPACES_RE, _collapse
+
+    assert _collapse(text) == _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", text))

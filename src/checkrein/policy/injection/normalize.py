@@ -35,6 +35,7 @@ _SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
 _NEWLINES_RE = re.compile(r" ?\n\s+| \n")
 # The ASCII whitespace other than space and newline (`\s` of a `str` pattern: `str.isspace`).
 _ODD_ASCII_SPACE_RE = re.compile("[\t\r\x0b\x0c\x1c-\x1f]")
+_ODD_TO_SPACE = str.maketrans(dict.fromkeys("\t\r\x0b\x0c\x1c\x1d\x1e\x1f", " "))
 
 
 def _collapse(s: str) -> str:
@@ -45,10 +46,17 @@ def _collapse(s: str) -> str:
     `\n ` (a test holds this to the two substitutions on every kind of text)."""
     if not s.isascii():
         return _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", s))
-    if "  " in s or _ODD_ASCII_SPACE_RE.search(s) is not None:
-        s = _SPACES_RE.sub(" ", s)
-    if "\n" in s and (" \n" in s or "\n\n" in s or "\n " in s):
-        s = _NEWLINES_RE.sub("\n", s)
+    # ASCII, by C-level replaces (code and indented text have runs to collapse on every line):
+    # `_SPACES_RE` turns each odd whitespace character and each run of two or more into one space,
+    # which is mapping the odd ones to spaces and halving runs of spaces until none is left.
+    if _ODD_ASCII_SPACE_RE.search(s) is not None:
+        s = s.translate(_ODD_TO_SPACE)
+    while "  " in s:
+        s = s.replace("  ", " ")
+    # `_NEWLINES_RE` then turns each run of spaces and newlines holding a newline into one newline:
+    # the fixpoint of dropping a space beside a newline and merging two newlines (runs never merge).
+    while " \n" in s or "\n " in s or "\n\n" in s:
+        s = s.replace(" \n", "\n").replace("\n ", "\n").replace("\n\n", "\n")
     return s
 
 # Latin look-alikes (Cyrillic, Greek, IPA) and leetspeak, applied only to the `folded` view that
