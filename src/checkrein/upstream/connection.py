@@ -38,6 +38,7 @@ from checkrein.upstream._stdio import StderrTail, StdioProcess
 from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.raw import RawRequests
+from checkrein.upstream.raw_http import RawHttpRequests, raw_http_enabled
 from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.spawn import EarlyProcesses
@@ -471,10 +472,13 @@ class McpUpstream:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
         raw = RawRequests() if process is not None else None
-        read, write = await stack.enter_async_context(open_transport(self.config, process, self._early, raw))
+        raw_http = RawHttpRequests() if self.config.transport == "streamable-http" and raw_http_enabled() else None
+        read, write = await stack.enter_async_context(open_transport(self.config, process, self._early, raw or raw_http))
         relayed = SessionCallbacks(self.name, self._relay, self._inflight) if self._relay else None
         if raw is not None and relayed is not None:
             raw.on_log = relayed.log_json
+        if raw_http is not None and relayed is not None:
+            raw_http.on_log = relayed.log_json
         session = UpstreamSession(
             read,
             write,
@@ -483,6 +487,7 @@ class McpUpstream:
             **(relayed.kwargs() if relayed is not None else {}),
         )
         session.raw = raw
+        session.raw_http = raw_http
         await stack.enter_async_context(session)
         with anyio.fail_after(self._connect_timeout_s):
             await handshake(session, era)

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 
 from checkrein.upstream.raw import RawRequests, plain_text_result
+from checkrein.upstream.raw_http import RawHttpRequests
 
 from .propagation import OUTBOUND_TRACEPARENT
 
@@ -45,10 +46,14 @@ class UpstreamSession(ClientSession):
     def connection_closed(self) -> bool:
         """True once the transport ended (e.g. an idle SSE stream dropped): nothing sent now
         could be answered, and nothing was sent, so a fresh connection may carry it."""
-        return bool(getattr(self._dispatcher, "_closed", False))
+        raw_http = self.raw_http
+        return bool(getattr(self._dispatcher, "_closed", False)) or (raw_http is not None and raw_http.broken)
 
     raw: RawRequests | None = None
     """The connection's raw request lane (stdio), set by the connection; ``None``: the dispatcher."""
+
+    raw_http: RawHttpRequests | None = None
+    """The raw request lane of a Streamable HTTP connection (`checkrein.upstream.raw_http`)."""
 
     async def forward_tool_call(
         self,
@@ -62,7 +67,8 @@ class UpstreamSession(ClientSession):
         """``tools/call`` on the hot path: the same wire message and era stamping as ``call_tool``,
         without building a request model, and the result as the server's JSON (checked against
         ``CallToolResult``, never built into one). Over stdio the request goes out on the raw lane
-        (`checkrein.upstream.raw`), elsewhere through the SDK's dispatcher.
+        (`checkrein.upstream.raw`), over Streamable HTTP in the handshake era on the raw HTTP lane
+        (`checkrein.upstream.raw_http`), elsewhere through the SDK's dispatcher.
 
         Raises ``MCPError`` exactly as ``call_tool`` does, ``pydantic.ValidationError`` for a
         malformed result, ``RuntimeError`` for a result a proxy cannot forward
@@ -86,6 +92,9 @@ class UpstreamSession(ClientSession):
         if raw_lane is not None and raw_lane.ready:
             # Headers (the only other thing the stamp sets) mean nothing on a pipe.
             raw = await raw_lane.request("tools/call", data["params"], on_progress=on_progress, timeout_s=timeout_s)
+        elif self.raw_http is not None and self.raw_http.ready(self.protocol_version):
+            with anyio.fail_after(timeout_s):
+                raw = await self.raw_http.request("tools/call", data["params"], headers=opts.get("headers"), on_progress=on_progress)
         else:
             if on_progress is not None:
                 # The dispatcher sends its own request id as the progress token and calls this once

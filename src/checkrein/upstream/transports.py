@@ -14,12 +14,16 @@ import httpx2
 import mcp.types as types
 from mcp.client._transport import TransportStreams  # typing only: the SDK's stream-pair alias
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import StreamableHTTPTransport
+from mcp.shared._compat import resync_tracer
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
 
 from checkrein.config import ServerConfig
 from checkrein.errors import UpstreamError
 from checkrein.upstream._stdio import StdioProcess, open_stdio
 from checkrein.upstream.raw import RawRequests
+from checkrein.upstream.raw_http import RawHttpRequests
 from checkrein.upstream.spawn import EarlyProcesses
 
 __all__ = ["all_pages", "open_transport"]
@@ -32,13 +36,14 @@ def open_transport(
     config: ServerConfig,
     process: StdioProcess | None,
     early: EarlyProcesses | None = None,
-    raw: RawRequests | None = None,
+    raw: RawRequests | RawHttpRequests | None = None,
 ) -> AbstractAsyncContextManager[TransportStreams]:
     """The transport context for ``config`` (its ``${VAR}`` references resolved at load).
 
     ``process`` (stdio only) collects what the child does; ``early`` may hold the child already
-    started (`checkrein serve` starts servers before its heavy imports); ``raw`` (stdio only) is
-    bound to the connection as its raw request lane. Raises ``UpstreamUnavailable`` when a stdio
+    started (`checkrein serve` starts servers before its heavy imports); ``raw`` (a `RawRequests`
+    for stdio, a `RawHttpRequests` for Streamable HTTP) is bound to the connection as its raw
+    request lane. Raises ``UpstreamUnavailable`` when a stdio
     command cannot be started.
     """
     if config.transport == "stdio":
@@ -51,7 +56,7 @@ def open_transport(
             cwd=config.cwd,
             process_info=process,
             process=early.take(config) if early is not None else None,
-            raw=raw,
+            raw=raw if isinstance(raw, RawRequests) else None,
         )
     if config.url is None:
         raise ValueError(f"a {config.transport} transport needs a url")
@@ -60,16 +65,49 @@ def open_transport(
     read_s = max(300.0, config.timeout_s + 30.0)
     if config.transport == "sse":
         return sse_client(config.url, headers=headers, timeout=_CONNECT_TIMEOUT_S, sse_read_timeout=read_s)
-    return _streamable_http(config.url, headers, read_s)
+    return _streamable_http(config.url, headers, read_s, raw if isinstance(raw, RawHttpRequests) else None)
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str], read_s: float) -> AsyncIterator[TransportStreams]:
+async def _streamable_http(
+    url: str, headers: dict[str, str], read_s: float, raw: RawHttpRequests | None
+) -> AsyncIterator[TransportStreams]:
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT_S, read=read_s)
     statuses = HttpStatuses()
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [statuses.on_response]}) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
+        async with _sdk_streamable_http(url, client, raw) as (read, write):
             yield StatusReader(read, statuses), write
+
+
+@asynccontextmanager
+async def _sdk_streamable_http(url: str, client: httpx2.AsyncClient, raw: RawHttpRequests | None) -> AsyncIterator[TransportStreams]:
+    """The SDK's ``streamable_http_client`` (mcp 2.x, same steps), keeping hold of its transport
+    and read stream so ``raw`` can use the session id and hand the server's messages over."""
+    transport = StreamableHTTPTransport(url)
+    read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+    async with read_stream_writer, read_stream, write_stream, write_stream_reader, anyio.create_task_group() as tg:
+
+        def start_get_stream() -> None:
+            tg.start_soon(transport.handle_get_stream, client, read_stream_writer)
+
+        def fail(exc: BaseException) -> None:
+            # A raw POST's transport failure ends the connection as a failed SDK POST task does.
+            async def raise_it() -> None:
+                raise exc
+
+            tg.start_soon(raise_it)
+
+        tg.start_soon(transport.post_writer, client, write_stream_reader, read_stream_writer, write_stream, start_get_stream, tg)
+        if raw is not None:
+            raw.bind(client, transport, read_stream_writer.send, fail)
+        try:
+            yield read_stream, write_stream
+        finally:
+            if transport.session_id:
+                await transport.terminate_session(client)
+            tg.cancel_scope.cancel()
+    await resync_tracer()
 
 
 _STAND_INS = frozenset({"Server returned an error response", "Not Found", "Session terminated"})
