@@ -141,6 +141,26 @@ class CallFactory:
             identity = named
         return self._call(identity, self.stdio_session, True, _trace(meta), kind, name, arguments, meta)
 
+    def make_raw_http(
+        self,
+        *,
+        identity: Any,
+        session_id: str,
+        traceparent: str | None,
+        name: str,
+        arguments: dict[str, Any],
+        meta: Mapping[str, Any] | None,
+        client_name: str | None,
+    ) -> ToolCall:
+        """`make` for an HTTP tools/call read as plain JSON (`checkrein.frontend.http_lean`):
+        ``identity`` is what the HTTP guard put into the scope, ``session_id`` the request's
+        ``mcp-session-id``, ``traceparent`` its header, ``client_name`` the handshake's."""
+        base = identity if isinstance(identity, Identity) else Identity("anonymous", source="anonymous", authenticated=False)
+        if client_name is not None and base.client is None:
+            base = Identity(base.user, base.roles, base.source, client_name, base.authenticated)
+        trace = _trace(meta) or parse_traceparent(traceparent)
+        return self._call(base, session_id, True, trace, "tool", name, arguments, meta)
+
     @staticmethod
     def _call(
         identity: Identity,

@@ -21,6 +21,7 @@ import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -186,7 +187,9 @@ def build_http_app(
         owners = None  # the fleet's session manager checks every request's owner against the shared record
         manager = fleet
     if os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off":
-        answer_json_when_possible(manager)
+        from .http_lean import HttpLane
+
+        answer_json_when_possible(manager, partial(HttpLane, front, front.calls))
     if ui_dir is None:
         return HttpGuard(inner, authenticator, tuple(config.gateway.allowed_origins), owners)
     from checkrein.ui import LOOPBACK_HOSTS as UI_HOSTS

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.streamable_http import (
@@ -51,6 +51,9 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+if TYPE_CHECKING:
+    from .http_lean import HttpLane
+
 __all__ = ["SSE_AFTER_S", "answer_json_when_possible"]
 
 log = logging.getLogger("checkrein.frontend")
@@ -61,8 +64,9 @@ SSE_AFTER_S = 10.0
 _Post = Callable[[Scope, Request, Receive, Send], Awaitable[None]]
 
 
-def answer_json_when_possible(manager: StreamableHTTPSessionManager) -> None:
-    """Make every session ``manager`` opens from now on answer requests as this module says.
+def answer_json_when_possible(manager: StreamableHTTPSessionManager, lane: Callable[[], HttpLane] | None = None) -> None:
+    """Make every session ``manager`` opens from now on answer requests as this module says
+    (with ``lane``, each session's transport gets its own `HttpLane`, which sees every POST first).
 
     The SDK's manager makes its transports in ``_admit_session``; a fleet's
     (`checkrein.frontend.sessions.FleetSessionManager`) in ``_new_transport``, for the sessions it
@@ -72,19 +76,33 @@ def answer_json_when_possible(manager: StreamableHTTPSessionManager) -> None:
     for factory in ("_admit_session", "_new_transport"):
         make = getattr(manager, factory, None)
         if make is not None:
-            setattr(manager, factory, partial(_answering_json, make))
+            setattr(manager, factory, partial(_answering_json, make, lane))
 
 
-def _answering_json(make: Callable[[Any], StreamableHTTPServerTransport | None], arg: Any) -> StreamableHTTPServerTransport | None:
+def _answering_json(
+    make: Callable[[Any], StreamableHTTPServerTransport | None], lane: Callable[[], HttpLane] | None, arg: Any
+) -> StreamableHTTPServerTransport | None:
     transport = make(arg)
     if transport is not None and not getattr(transport, "_checkrein_json", False):
         sdk_post = transport._handle_post_request
-        transport._handle_post_request = partial(_post, transport, sdk_post)  # type: ignore[method-assign]
+        transport._handle_post_request = partial(_post, transport, sdk_post, lane() if lane is not None else None)  # type: ignore[method-assign]
         transport._checkrein_json = True  # type: ignore[attr-defined]
     return transport
 
 
-async def _post(transport: StreamableHTTPServerTransport, sdk_post: _Post, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
+async def _post(
+    transport: StreamableHTTPServerTransport, sdk_post: _Post, lane: HttpLane | None, scope: Scope, request: Request, receive: Receive, send: Send
+) -> None:
+    if lane is not None and transport._read_stream_writer is not None:
+        try:
+            if await lane.handle(transport, scope, request, receive, send):
+                return
+        except Exception:
+            # As the SDK's own handler does for an error it did not expect: a 500 for the client.
+            log.exception("error handling a POST request in the HTTP lean lane")
+            response = transport._create_error_response("Error handling POST request", HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR)
+            await response(scope, receive, send)
+            return
     message = await _request_of(transport, request)
     if message is None:
         await sdk_post(scope, request, receive, send)
