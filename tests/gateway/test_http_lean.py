@@ -7,32 +7,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import httpx2
 import pytest
-from gateway_support import FIXTURE_SERVER as FIXTURE
-from gateway_support import echo_server_config, free_port, start_http_gateway, stop, write_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_http_json import ACCEPT, Session
+from test_http_json import ACCEPT, Session, _gateway
 
 pytestmark = pytest.mark.anyio
 
 CAPS = {"sampling": {}, "elicitation": {"form": {}}, "roots": {}}
-
-
-def _gateway(directory: Path, **env: str) -> Iterator[str]:
-    config = write_config(directory, [FIXTURE, echo_server_config("a")], policy={"allow": ["*"]})
-    port = free_port()
-    proc = start_http_gateway(config, port, **env)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
