@@ -54,7 +54,9 @@ class Session:
         kind = response.headers.get("content-type", "").split(";")[0]
         if kind == "application/json":
             return kind, [response.json()] if response.content else []
-        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        # SSE lines end at CR/LF only (str.splitlines would also split inside the JSON, at U+0085 and the like).
+        lines = response.text.replace("\r\n", "\n").split("\n")
+        events = [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
         return kind, events
 
     async def call(self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> tuple[str, list[dict[str, Any]]]:
