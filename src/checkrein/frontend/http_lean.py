@@ -49,7 +49,7 @@ from starlette.types import Receive, Scope, Send
 from checkrein.upstream.raw import dumps
 
 from .context import IDENTITY_SCOPE_KEY, CallFactory
-from .stdio_lean import LeanRequest
+from .stdio_lean import LeanRequest, answer_result
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -275,17 +275,7 @@ class HttpLane:
             await asked.done.wait()
         finally:
             self._asked.pop(rid, None)
-        answer = asked.answer or {}
-        error = answer.get("error")
-        if isinstance(error, dict):
-            from mcp.shared.exceptions import MCPError
-
-            code, text = error.get("code"), error.get("message")
-            raise MCPError(code if type(code) is int else types.INTERNAL_ERROR, text if isinstance(text, str) else "", error.get("data"))
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise ValueError(f"the client's answer to {method} has no result object")
-        return result
+        return answer_result(method, asked.answer)
 
 
 class _Channel:

@@ -276,17 +276,23 @@ class LeanLane:
             raise
         finally:
             self._asked.pop(rid, None)
-        answer = asked.answer or {}
-        error = answer.get("error")
-        if isinstance(error, dict):
-            from mcp.shared.exceptions import MCPError
+        return answer_result(method, asked.answer)
 
-            code, text = error.get("code"), error.get("message")
-            raise MCPError(code if type(code) is int else types.INTERNAL_ERROR, text if isinstance(text, str) else "", error.get("data"))
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise ValueError(f"the client's answer to {method} has no result object")
-        return result
+
+def answer_result(method: str, answer: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``result`` of the client's answer to a lane's own ``method`` request (both lanes);
+    raises ``MCPError`` for an error answer and ``ValueError`` for an answer without a result."""
+    answer = answer or {}
+    error = answer.get("error")
+    if isinstance(error, dict):
+        from mcp.shared.exceptions import MCPError
+
+        code, text = error.get("code"), error.get("message")
+        raise MCPError(code if type(code) is int else types.INTERNAL_ERROR, text if isinstance(text, str) else "", error.get("data"))
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        raise ValueError(f"the client's answer to {method} has no result object")
+    return result
 
 
 def plain_wire(result: dict[str, Any]) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ import orjson
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-__all__ = ["ProgressFn", "RawRequests", "dumps", "plain_text_result"]
+__all__ = ["ProgressFn", "RawRequests", "dumps", "plain_text_result", "relay_log"]
 
 log = logging.getLogger("checkrein.upstream")
 
@@ -190,19 +190,8 @@ class RawRequests:
         return False
 
     async def _log(self, params: Any) -> bool:
-        import mcp.types as types
-        from pydantic import ValidationError
-
-        try:
-            checked = types.LoggingMessageNotificationParams.model_validate(params, by_name=False)
-        except ValidationError:
-            return False  # the session reports it as it always did
         assert self.on_log is not None
-        try:
-            await self.on_log(checked.model_dump(by_alias=True, mode="json", exclude_none=True))
-        except Exception:  # a failing relay must not stop the connection's reader
-            log.exception("relaying a log message failed")
-        return True
+        return await relay_log(self.on_log, params)
 
     async def _progress(self, params: Any) -> bool:
         if not isinstance(params, dict):
@@ -229,3 +218,21 @@ class RawRequests:
         self._closed = True
         for waiting in list(self._waiting.values()):
             waiting.settle({"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})
+
+
+async def relay_log(on_log: Callable[[dict[str, Any]], Awaitable[None]], params: Any) -> bool:
+    """Hand a server's ``notifications/message`` params to ``on_log`` (checked as the SDK checks
+    them); False when they are malformed (the SDK session then reports them as it always did).
+    A failing relay is logged: it must fail neither the call nor the connection's reader."""
+    import mcp.types as types
+    from pydantic import ValidationError
+
+    try:
+        checked = types.LoggingMessageNotificationParams.model_validate(params, by_name=False)
+    except ValidationError:
+        return False
+    try:
+        await on_log(checked.model_dump(by_alias=True, mode="json", exclude_none=True))
+    except Exception:  # a failing relay (an observer) fails neither the call nor the reader
+        log.exception("relaying a log message failed")
+    return True

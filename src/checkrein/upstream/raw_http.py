@@ -47,7 +47,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, jsonrp
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from checkrein.upstream.raw import ProgressFn, dumps
+from checkrein.upstream.raw import ProgressFn, dumps, relay_log
 
 __all__ = ["RawHttpRequests", "raw_http_enabled"]
 
@@ -267,18 +267,8 @@ class RawHttpRequests:
         await self._inbound(SessionMessage(parsed))
 
     async def _log(self, params: Any) -> bool:
-        import mcp.types as types
-
-        try:
-            checked = types.LoggingMessageNotificationParams.model_validate(params, by_name=False)
-        except ValidationError:
-            return False  # the session reports it as it always did
         assert self.on_log is not None
-        try:
-            await self.on_log(checked.model_dump(by_alias=True, mode="json", exclude_none=True))
-        except Exception:  # a failing relay must not fail the call
-            log.exception("relaying a log message failed")
-        return True
+        return await relay_log(self.on_log, params)
 
     async def _cancel(self, client: httpx2.AsyncClient, url: str, headers: dict[str, str], rid: int, reason: str) -> None:
         """``notifications/cancelled`` for an abandoned request, as the SDK's dispatcher sends it."""
