@@ -49,7 +49,7 @@ from starlette.types import Receive, Scope, Send
 from checkrein.upstream.raw import dumps
 
 from .context import IDENTITY_SCOPE_KEY, CallFactory
-from .stdio_lean import LeanRequest, answer_result
+from .stdio_lean import LeanRequest, answer_result, plain_call, plain_id
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -61,11 +61,6 @@ __all__ = ["HttpLane"]
 
 log = logging.getLogger("checkrein.frontend")
 
-_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
-
-
-def _plain_id(value: Any) -> bool:
-    return type(value) is int or type(value) is str
 
 
 @dataclass(eq=False, slots=True)
@@ -124,7 +119,7 @@ class HttpLane:
         if method == "notifications/cancelled" and self._running:
             params = message.get("params")
             rid = params.get("requestId") if isinstance(params, dict) else None
-            running = self._running.get(rid) if _plain_id(rid) else None
+            running = self._running.get(rid) if plain_id(rid) else None
             if running is None:
                 return False
             if await transport._validate_request_headers(request, send):
@@ -168,21 +163,7 @@ class HttpLane:
         if not (has_json and has_sse) or not content_type.lower().split(";")[0].strip() == CONTENT_TYPE_JSON:
             return False
         rid = message.get("id")
-        params = message.get("params")
-        if not _plain_id(rid) or not isinstance(params, dict) or not _CALL_KEYS.issuperset(params):
-            return False
-        if type(params.get("name")) is not str or rid in self._running:
-            return False
-        arguments = params.get("arguments")
-        if arguments is not None and type(arguments) is not dict:
-            return False
-        meta = params.get("_meta")
-        if meta is None:
-            return "_meta" not in params
-        if type(meta) is not dict or types.PROTOCOL_VERSION_META_KEY in meta:
-            return False
-        token = meta.get("progressToken")
-        return token is None and "progressToken" not in meta or _plain_id(token)
+        return plain_id(rid) and rid not in self._running and plain_call(message.get("params"))
 
     # -- one call ------------------------------------------------------------------------------
 

@@ -59,8 +59,26 @@ _SERVER_REQUESTS: dict[ServerRequestKind, str] = {
 }
 
 
-def _plain_id(value: Any) -> bool:
+def plain_id(value: Any) -> bool:
+    """A request id or progress token the lanes pass through as it is (an int or a string)."""
     return type(value) is int or type(value) is str
+
+
+def plain_call(params: Any) -> bool:
+    """``tools/call`` params either lane serves: a name, object arguments, and ``_meta`` with at
+    most a plain progress token (no 2026-era version key); anything else goes to the SDK."""
+    if not isinstance(params, dict) or not _CALL_KEYS.issuperset(params) or type(params.get("name")) is not str:
+        return False
+    arguments = params.get("arguments")
+    if arguments is not None and type(arguments) is not dict:
+        return False
+    meta = params.get("_meta")
+    if meta is None:
+        return "_meta" not in params
+    if type(meta) is not dict or types.PROTOCOL_VERSION_META_KEY in meta:
+        return False
+    token = meta.get("progressToken")
+    return token is None and "progressToken" not in meta or plain_id(token)
 
 
 @dataclass(slots=True)
@@ -134,21 +152,7 @@ class LeanLane:
         if not self._ready or message.get("method") != "tools/call" or message.get("jsonrpc") != "2.0":
             return False
         rid = message.get("id")
-        params = message.get("params")
-        if not _plain_id(rid) or not isinstance(params, dict) or not _CALL_KEYS.issuperset(params):
-            return False
-        if type(params.get("name")) is not str or coerce_request_id(rid) in self._running:
-            return False
-        arguments = params.get("arguments")
-        if arguments is not None and type(arguments) is not dict:
-            return False
-        meta = params.get("_meta")
-        if meta is None:
-            return "_meta" not in params
-        if type(meta) is not dict or types.PROTOCOL_VERSION_META_KEY in meta:
-            return False
-        token = meta.get("progressToken")
-        return token is None and "progressToken" not in meta or _plain_id(token)
+        return plain_id(rid) and coerce_request_id(rid) not in self._running and plain_call(message.get("params"))
 
     def start(self, message: dict[str, Any], tg: anyio.abc.TaskGroup) -> None:
         """Serve a message `takes` accepted, in its own task.
