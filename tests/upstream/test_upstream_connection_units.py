@@ -31,7 +31,7 @@ async def test_a_raising_tools_changed_callback_is_counted_and_reported_not_rais
         events.append((event, fields))
 
     async with McpUpstream(CFG, on_tools_changed=broken, on_event=on_event) as up:
-        await up._tools_changed()
+        await up._listings.tools_changed()
         assert up.stats["hook_errors"] == 1
         assert events[0][0] == "upstream.refresh_failed" and "gate exploded" in events[0][1]["error"]
 

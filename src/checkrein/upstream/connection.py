@@ -10,12 +10,12 @@ Lifecycle (``info.state``)::
 A background task owns each connection for its whole life: ``call_tool`` is one request on the
 open session. When it dies, in-flight requests fail at once (``UpstreamUnavailable``); the next
 call reconnects, waiting out a backoff of up to 1 s (0.1 s doubling to 5 s), else fails fast.
+What the server lists, and following its ``list_changed``, is `checkrein.upstream.listings`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -25,9 +25,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 import mcp.types as types
-from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND
+from mcp_types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 import checkrein
@@ -37,16 +36,17 @@ from checkrein.errors import UpstreamError, UpstreamRequestFailed, UpstreamTimeo
 from checkrein.upstream._stdio import StderrTail, StdioProcess
 from checkrein.upstream.backoff import Backoff
 from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
+from checkrein.upstream.listings import ServerListings, listen_for_changes
 from checkrein.upstream.raw import RawRequests
 from checkrein.upstream.raw_http import RawHttpRequests, raw_http_enabled
 from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.spawn import EarlyProcesses
-from checkrein.upstream.transports import all_pages, open_transport
+from checkrein.upstream.transports import open_transport
 from checkrein.upstream.wire import describe_error as _describe
 from checkrein.upstream.wire import first_cause as _first_cause
 from checkrein.upstream.wire import session_expired as _session_expired
-from checkrein.upstream.wire import strip_identifying_json_meta, strip_identifying_meta, tool_definition
+from checkrein.upstream.wire import strip_identifying_json_meta, strip_identifying_meta
 
 __all__ = ["LifecycleHook", "McpUpstream"]
 
@@ -106,7 +106,6 @@ class McpUpstream:
         self._relay = relay
         self._inflight = InFlight()
         self.config = config
-        self._on_tools_changed = on_tools_changed
         self._on_event = on_event
         self._era: Era = era
         self._connect_timeout_s = connect_timeout_s
@@ -125,16 +124,17 @@ class McpUpstream:
         self._server_info: types.Implementation | None = None
         self._protocol_version: str | None = None
         self._last_process: StdioProcess | None = None
-        self._tools: list[ToolDefinition] = []
-        self._resources: list[types.Resource] = []
-        self._templates: list[types.ResourceTemplate] = []
-        self._prompts: list[types.Prompt] = []
-        self._refreshing: set[str] = set()
-        self._refresh_again: set[str] = set()
-        self._tools_settled = anyio.Event()
-        self._tools_settled.set()
         self.stats: dict[str, int] = {"bad_messages": 0, "hook_errors": 0, "refresh_failures": 0}
         """Degradation counters: non-JSON-RPC lines, raising lifecycle hooks, failed (re-)listings."""
+        self._listings = ServerListings(
+            self.name,
+            timeout_s=config.timeout_s,
+            live_session=self._live_session,
+            on_tools_changed=on_tools_changed,
+            relay=relay,
+            emit=self._emit,
+            stats=self.stats,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -204,10 +204,10 @@ class McpUpstream:
     # -- the Upstream protocol ---------------------------------------------------------------
 
     async def tools(self) -> list[ToolDefinition]:
-        return list(self._tools)
+        return list(self._listings.tools)
 
     async def list_resources(self) -> list[types.Resource]:
-        return list(self._resources)
+        return list(self._listings.resources)
 
     async def set_logging_level(self, level: str, *, timeout_s: float) -> bool:
         """Pass a client's ``logging/setLevel`` on; False when the server does not log (2025 era only)."""
@@ -226,18 +226,18 @@ class McpUpstream:
 
     def tools_pending(self) -> bool:
         """True while a ``list_changed`` for tools is being followed (re-listed, handed to the gate)."""
-        return not self._tools_settled.is_set()
+        return self._listings.tools_pending()
 
     async def tools_settled(self) -> None:
         """Return once no tools re-listing is in flight (the gate has seen the new list)."""
-        await self._tools_settled.wait()
+        await self._listings.tools_settled()
 
     async def list_resource_templates(self) -> list[types.ResourceTemplate]:
         """The cached resource templates (empty when the server has none or cannot list them)."""
-        return list(self._templates)
+        return list(self._listings.templates)
 
     async def list_prompts(self) -> list[types.Prompt]:
-        return list(self._prompts)
+        return list(self._listings.prompts)
 
     async def complete(
         self,
@@ -447,7 +447,7 @@ class McpUpstream:
                         watchers.start_soon(self._watch_process, link)
                     if era == "modern":
                         # Subscribed before we report ready, so no change can slip past unseen.
-                        await watchers.start(self._listen_for_changes, link)
+                        await watchers.start(listen_for_changes, link.session, self.name, self._connect_timeout_s)
                     task_status.started(link)
                     started = True
                     await stop.wait()
@@ -493,49 +493,13 @@ class McpUpstream:
             await handshake(session, era)
             self._server_info = session.server_info
             self._protocol_version = session.protocol_version
-            await self._fetch_catalog(session)
+            await self._listings.fetch(session, ever_started=self._ever_started)
         return _Link(session=session, stop=stop, process=process)
 
     async def _watch_process(self, link: _Link) -> None:
         assert link.process is not None
         await link.process.exited.wait()
         await self._link_lost(link, f"the server process ended ({link.process.describe()})")
-
-    async def _listen_for_changes(self, link: _Link, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """2026-era servers deliver list_changed only on a subscriptions/listen stream.
-
-        Reports started once the server acknowledged the subscription (or it could not be had:
-        then the upstream still serves, with a warning, and its catalog is refreshed on restart).
-        """
-        caps = link.session.server_capabilities
-        tools = bool(caps and caps.tools and caps.tools.list_changed)
-        prompts = bool(caps and caps.prompts and caps.prompts.list_changed)
-        resources = bool(caps and caps.resources and caps.resources.list_changed)
-        acked = False
-        try:
-            if tools or prompts or resources:
-                # The deadline bounds only the wait for the acknowledgment.
-                with anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout_s) as scope:
-                    async with listen(
-                        link.session,
-                        tools_list_changed=tools,
-                        prompts_list_changed=prompts,
-                        resources_list_changed=resources,
-                    ) as subscription:
-                        scope.deadline = math.inf
-                        acked = True
-                        task_status.started()
-                        # The events also reach _on_message (the session tees them); draining
-                        # keeps the subscription's backlog from overflowing.
-                        async for _event in subscription:
-                            continue
-                if scope.cancelled_caught:
-                    logger.warning("%s: no acknowledgment of the change subscription", self.name)
-        except (SubscriptionLost, MCPError, TimeoutError) as exc:
-            logger.warning("%s: change subscription ended: %s", self.name, exc)
-        finally:
-            if not acked:
-                task_status.started()
 
     async def _link_lost(self, link: _Link, reason: str, *, penalize: bool = True) -> None:
         """Mark ``link`` dead once; if it was the current link, the server counts as crashed.
@@ -582,32 +546,11 @@ class McpUpstream:
             rpc_data=exc.error.data,
         )
 
-    # -- catalog ----------------------------------------------------------------------------
+    # -- what the server sends on its own ---------------------------------------------------
 
-    async def _fetch_catalog(self, session: UpstreamSession) -> None:
-        """List tools (a failure fails the connection), then resources and prompts (a failure
-        there leaves that list empty, with a warning: the tools are still worth serving)."""
-        caps = session.server_capabilities
-        before = [t.digest for t in self._tools]
-        if caps is None or caps.tools is not None:
-            tools = await all_pages(session.list_tools, "tools")
-            self._tools = [tool_definition(self.name, t) for t in tools]
-        else:
-            self._tools = []
-        self._resources = []
-        self._templates = []
-        self._prompts = []
-        try:
-            if caps is not None and caps.resources is not None:
-                self._resources = await all_pages(session.list_resources, "resources")
-                self._templates = await _templates(session)
-            if caps is not None and caps.prompts is not None:
-                self._prompts = await all_pages(session.list_prompts, "prompts")
-        except (MCPError, ValidationError, UpstreamError) as exc:
-            self.stats["refresh_failures"] += 1
-            logger.warning("%s: listing resources/prompts failed: %s", self.name, _describe(exc))
-        if self._ever_started and before != [t.digest for t in self._tools]:
-            await self._tools_changed()
+    def _live_session(self) -> UpstreamSession | None:
+        link = self._link
+        return link.session if link is not None and not link.dead else None
 
     async def _on_message(self, message: types.ServerNotification | Exception) -> None:
         if isinstance(message, Exception):
@@ -618,71 +561,8 @@ class McpUpstream:
             if self._relay is not None:
                 await self._relay.resource_updated(self.name, str(message.params.uri))
             return
-        kind = {
-            types.ToolListChangedNotification: "tools",
-            types.ResourceListChangedNotification: "resources",
-            types.PromptListChangedNotification: "prompts",
-        }.get(type(message))
-        if kind is not None and self._tg is not None:
-            if kind == "tools" and self._tools_settled.is_set():
-                self._tools_settled = anyio.Event()
-            if kind in self._refreshing:
-                self._refresh_again.add(kind)
-            else:
-                self._refreshing.add(kind)
-                self._tg.start_soon(self._refresh, kind)
-
-    async def _refresh(self, kind: str) -> None:
-        """Re-list ``kind`` after a list_changed, coalescing notifications that arrive meanwhile."""
-        try:
-            while True:
-                self._refresh_again.discard(kind)
-                link = self._link
-                if link is None or link.dead:
-                    return
-                try:
-                    with anyio.fail_after(self.config.timeout_s):
-                        await self._relist(link.session, kind)
-                except Exception as exc:  # a failed re-listing keeps the old cache and is reported
-                    self.stats["refresh_failures"] += 1
-                    logger.exception("%s: re-listing %s failed", self.name, kind)
-                    await self._emit("upstream.refresh_failed", error=f"{kind}: {_describe(exc)}")
-                    return
-                if kind not in self._refresh_again:
-                    return
-        finally:
-            self._refreshing.discard(kind)
-            if kind == "tools":
-                self._tools_settled.set()
-
-    async def _relist(self, session: UpstreamSession, kind: str) -> None:
-        if kind == "tools":
-            before = [t.digest for t in self._tools]
-            tools = await all_pages(session.list_tools, "tools")
-            self._tools = [tool_definition(self.name, t) for t in tools]
-            if before != [t.digest for t in self._tools]:
-                await self._tools_changed()
-        elif kind == "resources":
-            self._resources = await all_pages(session.list_resources, "resources")
-            self._templates = await _templates(session)
-            if self._relay is not None:
-                await self._relay.list_changed(self.name, "resources")
-        else:
-            self._prompts = await all_pages(session.list_prompts, "prompts")
-            if self._relay is not None:
-                await self._relay.list_changed(self.name, "prompts")
-
-    async def _tools_changed(self) -> None:
-        if self._on_tools_changed is None:
-            return
-        try:
-            await self._on_tools_changed(self.name)
-        except Exception as exc:  # the gate's callback failing must not fail our connection
-            # Counted and reported: the gate may now hold a stale catalog, which it must treat
-            # as drift on its side (it owns quarantine); we make the failure visible.
-            self.stats["hook_errors"] += 1
-            logger.exception("%s: on_tools_changed failed", self.name)
-            await self._emit("upstream.refresh_failed", error=f"on_tools_changed: {_describe(exc)}")
+        if self._tg is not None:
+            self._listings.changed(message, self._tg)
 
     async def _emit(self, event: str, **fields: Any) -> None:
         if self._on_event is None:
@@ -699,14 +579,3 @@ class McpUpstream:
         except Exception:  # a broken hook must not take the upstream down; it is counted
             self.stats["hook_errors"] += 1
             logger.exception("%s: lifecycle hook failed for %s", self.name, event)
-
-
-async def _templates(session: UpstreamSession) -> list[types.ResourceTemplate]:
-    """All resource templates; a server without the method (many have none) has no templates."""
-    try:
-        return await all_pages(session.list_resource_templates, "resource_templates")
-    except MCPError as exc:
-        if exc.code == METHOD_NOT_FOUND:
-            return []
-        raise
-
