@@ -19,11 +19,21 @@ import hashlib
 import hmac
 import json
 import secrets
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+import mcp.types as types
+
+from checkrein.canonical import digest
+from checkrein.policy import ToolCall
+
+from .approval import BoundApprover, approval_form, approval_message
 from .grants import GrantKey
+from .seams import ApprovalRequest, Approver
 
-__all__ = ["APPROVAL_INPUT_KEY", "RequestSealer", "SealedApproval"]
+__all__ = ["APPROVAL_INPUT_KEY", "RequestSealer", "SealedApproval", "accept_input", "input_required"]
 
 APPROVAL_INPUT_KEY = "checkrein.approval"
 """The key of the approval form in ``inputRequests`` (and of the answer in ``inputResponses``)."""
@@ -86,3 +96,43 @@ class RequestSealer:
         if expires <= now:
             return None
         return SealedApproval(key, expires)
+
+
+def input_required(sealer: RequestSealer, pending: ApprovalRequest, timeout_s: float) -> types.InputRequiredResult:
+    """The 2026-era answer to a call that needs approval: the form, and a state sealed for
+    ``timeout_s`` that binds the answer to this identity, session, tool, argument digest and
+    policy digest."""
+    key = GrantKey.of(pending.call, pending.args_digest, pending.policy_digest)
+    state = sealer.seal(key, time.time() + timeout_s)
+    form = types.ElicitRequestFormParams(message=approval_message(pending), requested_schema=approval_form())
+    return types.InputRequiredResult(
+        input_requests={APPROVAL_INPUT_KEY: types.ElicitRequest(params=form)}, request_state=state
+    )
+
+
+async def accept_input(
+    approver: Approver | None,
+    sealer: RequestSealer,
+    call: ToolCall,
+    state: str | None,
+    responses: Mapping[str, Any] | None,
+    policy_digest: str,
+) -> str:
+    """Take a 2026-era client's answer to an approval form. Returns what happened (``granted``,
+    ``declined``, or why the answer was ignored); the call then runs as usual, and is asked
+    again when the answer was ignored. Never raises."""
+    if not isinstance(approver, BoundApprover) or state is None:
+        return "ignored: no approval state"
+    sealed = sealer.open(state, time.time())
+    if sealed is None:
+        return "ignored: the approval state is not this gateway's, was altered, or expired"
+    expected = GrantKey.of(call, digest(call.arguments), policy_digest)
+    if sealed.key != expected:
+        return "ignored: the approval state belongs to another call, caller, session or policy"
+    answer = (responses or {}).get(APPROVAL_INPUT_KEY)
+    if not isinstance(answer, types.ElicitResult):
+        return "ignored: no answer to the approval form"
+    approved = answer.action == "accept" and (answer.content or {}).get("approve") is True
+    reason = "approved by the client (input_required)" if approved else f"the client answered {answer.action}"
+    await approver.answer(expected, approved, "elicit", reason)
+    return "granted" if approved else "declined"

@@ -23,15 +23,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
 import mcp.types as types
 
 from checkrein.audit.record import AuditTrail, LifecycleRecord
-from checkrein.canonical import digest
-from checkrein.catalog import Catalog, Names, PinnedTool, build_catalog, read_lock, write_lock
+from checkrein.catalog import Catalog, Names, build_catalog
 from checkrein.catalog.model import ToolDefinition
 from checkrein.config import Config
 from checkrein.errors import CheckreinError, ConfigError
@@ -40,14 +38,14 @@ from checkrein.policy.analyzers.descriptions import review_tool
 from checkrein.telemetry import Telemetry
 
 from . import metering
-from .approval import BoundApprover, approval_form, approval_message
-from .approval_state import APPROVAL_INPUT_KEY, RequestSealer
+from .approval import BoundApprover
+from .approval_state import RequestSealer, accept_input, input_required
 from .chain import CallContext, CallNext, CallOutcome, CallRefused, Step, ToolResultJson, build_chain
 from .counters import Counters
 from .flow import FlowStep, FlowStore, InMemoryFlowStore
 from .forward import ForwardStep
-from .grants import GrantKey
 from .listing import Listings
+from .pins import Pins
 from .relay import GateRelay
 from .seams import ApprovalRequest, Approver, Budget
 from .session import SessionTable
@@ -135,10 +133,7 @@ class Gate:
         """Set by `build_gate`: what upstreams send back on their own (`checkrein.gate.relay`)."""
         self.trust_on_first_use = True
         """Whether entering the gate pins by trust on first use (`tools`/`pin` turn it off)."""
-        self.lock_written = False
-        """True when the gate wrote the lock (trust on first use)."""
-        self._pins: dict[str, PinnedTool] | None = None
-        self._lock_mtime: int | None = None
+        self._pins = Pins()
         self._listeners: list[CatalogListener] = []
         self._schema_cache: dict[str, Any] = {}
         names = Names.of(((s.name, s.exposed_prefix) for s in config.servers), config.gateway.separator)
@@ -202,6 +197,11 @@ class Gate:
     @property
     def separator(self) -> str:
         return self._state.names.separator
+
+    @property
+    def lock_written(self) -> bool:
+        """True when the gate wrote the lock (trust on first use)."""
+        return self._pins.lock_written
 
     def _make_state(self, config: Config, catalog: Catalog, names: Names | None = None) -> GateState:
         names = names if names is not None else self._state.names
@@ -317,11 +317,12 @@ class Gate:
     async def rebuild(self, *, trust_on_first_use: bool = False) -> Catalog:
         """Re-read every ready upstream's (cached) tool list and the lock; build a new state.
 
-        Trust on first use, per server: without a lock (and with ``trust_on_first_use``) every
-        tool is pinned and the lock written; with a lock, a ready server none of whose tools the
-        lock holds (it was down at the first pin, or was added since) has its tools pinned the
-        same way the first time it is seen, so it is served instead of quarantined. Every other
-        tool that is new or changed is quarantined until `checkrein pin`.
+        Trust on first use, per server (`checkrein.gate.pins`): without a lock (and with
+        ``trust_on_first_use``) every tool is pinned and the lock written; with a lock, a ready
+        server none of whose tools the lock holds (it was down at the first pin, or was added
+        since) has its tools pinned the same way the first time it is seen, so it is served
+        instead of quarantined. Every other tool that is new or changed is quarantined until
+        `checkrein pin`. Raises ``LockFileError`` when the lock exists but is invalid.
         """
         tools: dict[str, list[ToolDefinition]] = {}
         for name in sorted(self.ready_servers()):
@@ -330,37 +331,14 @@ class Gate:
             except Exception as exc:  # a server whose list fails is left out, not fatal
                 log.warning("listing tools of %r failed: %s", name, exc, exc_info=True)
         names = self._state.names
-        lock_path = self.config.lock_path
-        self._lock_mtime = _mtime(lock_path)
-        pins = pins_before = read_lock(lock_path)
-        first_seen: list[str] = []
-        if trust_on_first_use or self.trust_on_first_use:
-            if pins is None and trust_on_first_use:
-                first_seen = sorted(tools)
-            elif pins is not None:
-                known = {p.server_of(n, names.separator) for n, p in pins.items()}
-                first_seen = [s for s in sorted(tools) if s not in known and tools[s]]
-        if first_seen or (pins is None and trust_on_first_use):
-            fresh = build_catalog({s: tools[s] for s in first_seen}, separator=names.separator, pins=None, names=names, review=review_tool)
-            trusted = [e for e in fresh if e.status == "ok"]  # a flagged tool is never pinned by trust on first use
-            if trusted or pins is None:
-                new_pins = dict(pins or {})
-                new_pins.update({e.exposed: PinnedTool(e.digest, e.definition.pinned_fields(), e.server) for e in trusted})
-                write_lock(lock_path, new_pins)
-                pins = new_pins
-                self._lock_mtime = _mtime(lock_path)
-                self.lock_written = True
-                log.info("pinned %d tool(s) of %s in %s (trust on first use)", len(trusted), ", ".join(first_seen), lock_path)
-                if pins_before is not None:  # at the very first start, `gateway.start` says `lock_written`
-                    await self.record_lifecycle(
-                        "pin.first_use",
-                        {"lock": str(lock_path), "servers": first_seen, "tools": sorted(e.exposed for e in trusted)},
-                    )
-        if pins is None:
-            # The lock vanished after start: keep judging drift against what was pinned then.
-            # (No lock and no pins yet, without trust on first use: report everything as ok.)
-            pins = self._pins
-        self._pins = pins
+        pins = await self._pins.settle(
+            self.config.lock_path,
+            tools,
+            names,
+            trust_on_first_use=trust_on_first_use,
+            trust_new_servers=self.trust_on_first_use,
+            record_lifecycle=self.record_lifecycle,
+        )
         flagged_before = {(e.exposed, e.digest) for e in self.catalog.flagged}
         catalog = build_catalog(tools, separator=names.separator, pins=pins, names=names, review=review_tool)
         self._state = self._make_state(self.config, catalog)
@@ -437,7 +415,7 @@ class Gate:
         Called on listings and on calls to quarantined tools, so a reviewed tool comes back
         without a restart. Costs one ``stat`` when nothing changed.
         """
-        if _mtime(self.config.lock_path) == self._lock_mtime:
+        if not self._pins.lock_changed(self.config.lock_path):
             return False
         await self.refresh("checkrein.lock")
         return True
@@ -482,35 +460,13 @@ class Gate:
         return types.CallToolResult(content=[types.TextContent(type="text", text=out.message)], is_error=True)
 
     def input_required(self, pending: ApprovalRequest) -> types.InputRequiredResult:
-        """The 2026-era answer to a call that needs approval: the form, and a sealed state that
-        binds the answer to this identity, session, tool, argument digest and policy digest."""
-        key = GrantKey.of(pending.call, pending.args_digest, pending.policy_digest)
-        state = self.sealer.seal(key, time.time() + self.config.approval.timeout_s)
-        form = types.ElicitRequestFormParams(message=approval_message(pending), requested_schema=approval_form())
-        return types.InputRequiredResult(
-            input_requests={APPROVAL_INPUT_KEY: types.ElicitRequest(params=form)}, request_state=state
-        )
+        """The 2026-era answer to a call that needs approval (`approval_state.input_required`)."""
+        return input_required(self.sealer, pending, self.config.approval.timeout_s)
 
     async def accept_input(self, call: ToolCall, state: str | None, responses: Mapping[str, Any] | None) -> str:
-        """Take a 2026-era client's answer to an approval form. Returns what happened (``granted``,
-        ``declined``, or why the answer was ignored); the call then runs as usual, and is asked
-        again when the answer was ignored. Never raises."""
-        approver = self.approver
-        if not isinstance(approver, BoundApprover) or state is None:
-            return "ignored: no approval state"
-        sealed = self.sealer.open(state, time.time())
-        if sealed is None:
-            return "ignored: the approval state is not this gateway's, was altered, or expired"
-        expected = GrantKey.of(call, digest(call.arguments), self.policy.digest)
-        if sealed.key != expected:
-            return "ignored: the approval state belongs to another call, caller, session or policy"
-        answer = (responses or {}).get(APPROVAL_INPUT_KEY)
-        if not isinstance(answer, types.ElicitResult):
-            return "ignored: no answer to the approval form"
-        approved = answer.action == "accept" and (answer.content or {}).get("approve") is True
-        reason = "approved by the client (input_required)" if approved else f"the client answered {answer.action}"
-        await approver.answer(expected, approved, "elicit", reason)
-        return "granted" if approved else "declined"
+        """Take a 2026-era client's answer to an approval form (`approval_state.accept_input`):
+        ``granted``, ``declined``, or why the answer was ignored. Never raises."""
+        return await accept_input(self.approver, self.sealer, call, state, responses, self.policy.digest)
 
     def result_json(self, out: CallOutcome) -> dict[str, Any]:
         """`result_of` as JSON (wire names, ``resultType`` set: 2026-era results need it, the SDK's
@@ -604,10 +560,3 @@ class Gate:
 
 def _mcp_tool(exposed: str, definition: ToolDefinition) -> types.Tool:
     return types.Tool.model_validate({**definition.pinned_fields(), "name": exposed})
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
