@@ -14,7 +14,14 @@ from checkrein._trie import trie_regex
 
 from .phrase import WordFinder
 
-__all__ = ["Signal", "action_signals", "encoded_regions", "exfil_link_signals", "has_long_token", "hidden_regions"]
+__all__ = [
+    "Signal",
+    "action_signals",
+    "encoded_regions",
+    "exfil_link_signals",
+    "has_long_token",
+    "hidden_regions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +47,9 @@ _HIDDEN_ATTR_RE = re.compile(
 
 
 # Markdown reference-style comments, which renderers drop: `[//]: # (text)`, `[comment]: <> (text)`.
-_MD_COMMENT_RE = re.compile(r"^[ \t]{0,3}\[(?://|comment|_|#)\]:[ \t]?(?:#|<>)[ \t]?(?:\((.{0,2000}?)\)|\"(.{0,2000}?)\")", re.M)
+_MD_COMMENT_RE = re.compile(
+    r"^[ \t]{0,3}\[(?://|comment|_|#)\]:[ \t]?(?:#|<>)[ \t]?(?:\((.{0,2000}?)\)|\"(.{0,2000}?)\")", re.M
+)
 
 
 def hidden_regions(text: str) -> list[tuple[int, str]]:
@@ -104,7 +113,11 @@ def encoded_regions(raw: str) -> list[tuple[int, str]]:
                     if len(s) % 4 == 1 or run.isalpha() or run.isdigit():
                         continue
                     padded = s + "=" * (-len(s) % 4)
-                    data = base64.urlsafe_b64decode(padded) if ("-" in s or "_" in s) else base64.b64decode(padded, validate=True)
+                    data = (
+                        base64.urlsafe_b64decode(padded)
+                        if ("-" in s or "_" in s)
+                        else base64.b64decode(padded, validate=True)
+                    )
             except (ValueError, binascii.Error):
                 continue
             text = _decoded_text(data[:budget])

@@ -59,6 +59,7 @@ def _collapse(s: str) -> str:
         s = s.replace(" \n", "\n").replace("\n ", "\n").replace("\n\n", "\n")
     return s
 
+
 # Latin look-alikes (Cyrillic, Greek, IPA) and leetspeak, applied only to the `folded` view that
 # English phrases are matched against; other languages are matched on `text`, which keeps its script.
 _FOLD = str.maketrans(
