@@ -1,14 +1,17 @@
 """Detection benchmark: argument-attack recall, benign false positives, secrets precision/recall,
 prompt-injection recall/FPR, and the tool-definition scan (recall on poisoned descriptions, false
 positives on benign ones and on real servers' tools listed through `checkrein tools`), on the
-development corpora in `../shared/corpora` (see its README).
+development corpora (see their README): ``--corpora PATH``, else ``$CHECKREIN_CORPORA``, else
+``shared/corpora`` beside the repository root, looked up from this checkout and, in a git
+worktree, from the main checkout it belongs to (`default_corpora`).
 
     .venv/bin/python benchmarks/detection.py [--corpora PATH] [--reference-dir DIR] [--out docs/security-efficacy.md] [--no-write]
 
 ``--reference-dir`` is where `benchmarks/reference-servers.sh` installed the npm and PyPI reference
 servers (that script needs the registries; this benchmark starts them locally and only lists tools).
 Every corpus line is an opaque string handed to the analyzers; nothing is executed or fetched.
-Exits 0 with a message when the corpora are absent.
+When no default corpora are found it says where it looked and exits 0 (``make bench`` runs
+without them); a ``--corpora`` or ``$CHECKREIN_CORPORA`` that is not a corpora folder exits 2.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from checkrein.policy.analyzers import ScanContext, classify_sql, find_secrets, 
 from checkrein.policy.decision import Finding
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPORA = REPO.parent / "shared" / "corpora"
+CORPORA_ENV = "CHECKREIN_CORPORA"
 FILE_TARGET = "etc/passwd"
 
 CLASS_KIND: dict[str, ArgKind] = {
@@ -54,6 +57,43 @@ _ABSOLUTE_LISTS = {
     "Mac-files.txt",
     "LFI-WindowsFileCheck.txt",
 }
+
+
+def checkout_roots(repo: Path = REPO) -> list[Path]:
+    """``repo``, then, when it is a git worktree, the main checkout it was added from.
+
+    A worktree's ``.git`` is a file ``gitdir: <main>/.git/worktrees/<name>``, and that folder's
+    ``commondir`` names the main ``.git`` (relative to it); read without running git.
+    """
+    roots = [repo]
+    dotgit = repo / ".git"
+    try:
+        if not dotgit.is_file():
+            return roots
+        text = dotgit.read_text(encoding="utf-8").strip()
+        if not text.startswith("gitdir:"):
+            return roots
+        gitdir = Path(text.removeprefix("gitdir:").strip())
+        gitdir = gitdir if gitdir.is_absolute() else repo / gitdir
+        common = gitdir / "commondir"
+        common_dir = gitdir / common.read_text(encoding="utf-8").strip() if common.is_file() else gitdir.parent.parent
+        main = common_dir.resolve().parent
+    except OSError:
+        return roots
+    if main != repo:
+        roots.append(main)
+    return roots
+
+
+def is_corpora(path: Path) -> bool:
+    return (path / "args" / "attacks").is_dir()
+
+
+def default_corpora(repo: Path = REPO) -> tuple[Path | None, list[Path]]:
+    """The first ``<root>/../shared/corpora`` that holds the corpora, over `checkout_roots`
+    (``None`` when none does), and every place looked at."""
+    looked = [root.parent / "shared" / "corpora" for root in checkout_roots(repo)]
+    return next((p for p in looked if is_corpora(p)), None), looked
 
 
 def weak_group(cls: str, payload: str, source: str) -> str | None:
@@ -385,7 +425,9 @@ def markdown_table(header: list[str], rows: Iterable[list[str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    parser.add_argument(
+        "--corpora", type=Path, default=None, help=f"the corpora folder (default: ${CORPORA_ENV}, else ../shared/corpora)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "security-efficacy.md")
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite the doc")
     parser.add_argument("--verbose", "-v", action="store_true", help="print misses and false positives")
@@ -393,10 +435,26 @@ def main(argv: list[str] | None = None) -> int:
         "--reference-dir", type=Path, default=None, help="where benchmarks/reference-servers.sh installed the reference servers"
     )
     args = parser.parse_args(argv)
-    corpora: Path = args.corpora
-    if not (corpora / "args" / "attacks").is_dir():
-        print(f"detection benchmark: corpora not found at {corpora} (pass --corpora PATH); nothing measured.")
-        return 0
+    chosen: Path | None = args.corpora
+    where = "--corpora"
+    if chosen is None and os.environ.get(CORPORA_ENV):
+        chosen, where = Path(os.environ[CORPORA_ENV]), f"${CORPORA_ENV}"
+    if chosen is not None:
+        corpora = chosen
+        if not is_corpora(corpora):
+            print(f"detection benchmark: {where} {corpora} is not a corpora folder (no args/attacks in it)", file=sys.stderr)
+            return 2
+    else:
+        found, looked = default_corpora()
+        if found is None:
+            print(
+                "detection benchmark: no corpora found (looked in "
+                + ", ".join(str(p) for p in looked)
+                + f"); pass --corpora PATH or set ${CORPORA_ENV}. Nothing measured.",
+                file=sys.stderr,
+            )
+            return 0
+        corpora = found
 
     started = time.perf_counter()
     attack_rows, weak_rows, details = attacks(corpora)
