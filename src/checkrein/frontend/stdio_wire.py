@@ -26,6 +26,7 @@ import selectors
 import stat
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import anyio
 import anyio.to_thread
@@ -64,8 +65,8 @@ class _Lines(asyncio.Protocol):
         self._paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self._transport = transport
+        # a read pipe's transport (uvloop's is no subclass of asyncio.ReadTransport, only alike)
+        self._transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.feed(data)
@@ -196,12 +197,14 @@ class StdioWire:
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
         if _pollable(self._read_fd):
-            transport, _ = await loop.connect_read_pipe(lambda: self._lines, os.fdopen(self._read_fd, "rb", 0, closefd=False))
+            # the loop gets a duplicate it owns: uvloop closes the descriptor of a pipe transport it
+            # closes (asyncio closes the file object), and ours must survive to be restored
+            transport, _ = await loop.connect_read_pipe(lambda: self._lines, os.fdopen(os.dup(self._read_fd), "rb", 0))
             self._read_transport = transport
         else:
             self._reader_thread = True
         if _pollable(self._write_fd):
-            wt, _ = await loop.connect_write_pipe(lambda: self._drain, os.fdopen(self._write_fd, "wb", 0, closefd=False))
+            wt, _ = await loop.connect_write_pipe(lambda: self._drain, os.fdopen(os.dup(self._write_fd), "wb", 0))
             self._write_transport = wt
 
     @property
