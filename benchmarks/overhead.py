@@ -51,6 +51,15 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 ECHO = [sys.executable, "-m", "checkrein.testing.echo_server"]
+ECHO_HTTP = [
+    sys.executable,
+    "-c",
+    # the direct server keeps uvicorn's plain stack (asyncio loop, h11) whatever is installed, so
+    # `direct` stays the same baseline across runs; --echo-stack auto lets uvicorn pick
+    "import functools, sys, uvicorn; from checkrein.testing.echo_server import main; "
+    "uvicorn.run = functools.partial(uvicorn.run, loop='asyncio', http='h11') if sys.argv[1] == 'plain' else uvicorn.run; "
+    "main(sys.argv[2:])",
+]
 TICKS = os.sysconf("SC_CLK_TCK")
 
 MINIMAL_PROXY = """
@@ -270,6 +279,9 @@ GATEWAYS: list[tuple[str, dict[str, Any], dict[str, str]]] = [
     ("checkrein-audit", {"audit": True}, {}),
     ("checkrein-sdk", {}, {"CHECKREIN_FAST_PATH": "off"}),
     ("checkrein-noscan", {"analyzers": False}, {}),
+    # the stdlib event loop and uvicorn's h11 parser (the gateway's stack before uvloop/httptools)
+    ("checkrein-stdloop", {}, {"CHECKREIN_EVENT_LOOP": "asyncio", "CHECKREIN_HTTP_PARSER": "h11"}),
+    ("checkrein-audit-stdloop", {"audit": True}, {"CHECKREIN_EVENT_LOOP": "asyncio", "CHECKREIN_HTTP_PARSER": "h11"}),
 ]
 
 
@@ -318,7 +330,7 @@ async def http_targets(
 ) -> list[Target]:
     echo_port = free_port()
     echo_url = f"http://127.0.0.1:{echo_port}/mcp"
-    echo = spawn([*ECHO, "--http", "--port", str(echo_port)], env, procs)
+    echo = spawn([*ECHO_HTTP, args.echo_stack, "--http", "--port", str(echo_port)], env, procs)
     await wait_port(echo_port)
     targets = [http_target("direct", "echo", echo_url, echo)]
     ports = []
@@ -446,5 +458,7 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--only", help="comma-separated targets to run besides direct")
     parser.add_argument("--baseline-src", help="also run checkrein from this source tree's src/ (a before/after comparison)")
+    parser.add_argument("--echo-stack", choices=["plain", "auto"], default="plain",
+                        help="the HTTP echo server's uvicorn loop and parser: asyncio+h11, or uvicorn's pick")
     parser.add_argument("--json", help="write the rows as JSON to this file")
     anyio.run(main, parser.parse_args())

@@ -52,6 +52,20 @@ class Transport(StrEnum):
     http = "http"
 
 
+def event_loop_options() -> dict[str, Any]:
+    """anyio's asyncio backend options for `serve`: uvloop where it is installed (the default
+    dependency on Linux and macOS; it cut the gateway's CPU per relayed call, docs/performance.md),
+    the stdlib loop with ``CHECKREIN_EVENT_LOOP=asyncio`` or where uvloop is missing."""
+    choice = os.environ.get("CHECKREIN_EVENT_LOOP", "").strip().lower()
+    if choice == "asyncio":
+        return {"use_uvloop": False}
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {"use_uvloop": False}
+    return {"use_uvloop": True}
+
+
 def _err(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
 
@@ -339,7 +353,7 @@ def serve(
     cfg = _load(config, transport)
     _logging(log_level)
     try:
-        anyio.run(_serve, cfg, transport, host, port, ui, metrics_port)
+        anyio.run(_serve, cfg, transport, host, port, ui, metrics_port, backend_options=event_loop_options())
     except ConfigError as exc:
         _err(f"checkrein: {explained(exc)}")
         raise typer.Exit(2) from None

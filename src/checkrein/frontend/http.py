@@ -235,7 +235,7 @@ async def serve_http(
     app = build_http_app(gate, host=host, ui_dir=ui_dir, state=state)
     sock = sock or bind_socket(host, port)
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, http=http_parser())
     server = QuietServer(config)
     log.info("checkrein serving Streamable HTTP on http://%s:%d/mcp", host, bound)
     if on_ready is not None:
@@ -245,6 +245,13 @@ async def serve_http(
             tg.start_soon(_exit_on_signal, server)
         await server.serve(sockets=[sock])
         tg.cancel_scope.cancel()
+
+
+def http_parser() -> str:
+    """uvicorn's HTTP/1.1 parser: ``auto`` (httptools where installed, the default dependency on
+    Linux and macOS, else h11), or ``CHECKREIN_HTTP_PARSER=h11`` / ``httptools``."""
+    choice = os.environ.get("CHECKREIN_HTTP_PARSER", "").strip().lower()
+    return choice if choice in ("h11", "httptools") else "auto"
 
 
 class QuietServer(uvicorn.Server):
