@@ -390,6 +390,7 @@ def _prepare_locked(
         segment_max_bytes=settings.segment_max_bytes,
         batch_max=settings.batch_max,
         group_commit_s=settings.group_commit_ms / 1000.0,
+        batch_window_s=settings.batch_window_ms / 1000.0 if settings.durability == "batch" else 0.0,
         retry_interval_s=settings.retry_interval_s,
         close_timeout_s=settings.close_timeout_s,
         first_bodies=first,

@@ -74,6 +74,7 @@ class Writer(threading.Thread):
         lock_fd: int | None = None,
         publisher: CheckpointPublisher | None = None,
         group_commit_s: float = 0.0,
+        batch_window_s: float = 0.0,
     ) -> None:
         super().__init__(name="checkrein-audit-writer", daemon=True)
         self.queue: collections.deque[Item] = collections.deque()
@@ -99,6 +100,9 @@ class Writer(threading.Thread):
         self._segment_max = segment_max_bytes
         self._batch_max = batch_max
         self._group_s = group_commit_s
+        self._batch_s = batch_window_s
+        """Batch mode's window (0 in durable mode): counted from the queue time of the oldest
+        event, so an event waits at most this long before its batch is written and synced."""
         self._last_waiters = 0
         """Durable callers acknowledged by the last fsync (more than one: they are concurrent)."""
         self._retry = retry_interval_s
@@ -167,6 +171,8 @@ class Writer(threading.Thread):
             elif not self.queue and not self.stop_requested and not self._pending:
                 self.wake.wait(timeout)
                 self._gather()
+            elif not self.stop_requested and not self._pending:
+                self._gather_batch()  # events queued during the last write: batch mode gathers too
             self.wake.clear()
             if self._failing and not self._retry_write():
                 if self.stop_requested:
@@ -206,11 +212,28 @@ class Writer(threading.Thread):
         A durable caller whose last batch served no other waiter is alone: holding its fsync
         would only delay it, so its batch goes out at once."""
         q = self.queue
+        if self._batch_s > 0:
+            self._gather_batch()
+            return
         if self._group_s <= 0 or not q or len(q) >= self._batch_max or self.stop_requested:
             return
         if q[0][2] is not None and self._last_waiters <= 1:
             return
         self.stop_wake.wait(self._group_s)
+
+    def _gather_batch(self) -> None:
+        """Batch mode (its callers were answered at queue time): hold the batch open until the
+        oldest queued event is `batch_window_s` old, so one write + fsync (and one wake-up of the
+        writer, and of the index thread) covers every event of that window instead of one each
+        at call rate. Not when the batch is full or the trail is closing (`request_stop` sets
+        `stop_wake`, which ends the wait at once). An event is thus written and synced within the
+        window plus one write of a batch after it was queued."""
+        q = self.queue
+        if self._batch_s <= 0 or not q or len(q) >= self._batch_max or self.stop_requested:
+            return
+        left = self._batch_s - (self._clock() - q[0][1])
+        if left > 0:
+            self.stop_wake.wait(min(left, self._batch_s))
 
     def _drain(self, limit: int) -> list[Item]:
         q = self.queue

@@ -72,9 +72,16 @@ class AuditSettings(BaseModel):
     and counted (`allow`)."""
     batch_max: int = Field(4096, ge=1)
     group_commit_ms: float = Field(2.0, ge=0, le=1000)
-    """Group commit: when the writer wakes for a new event it waits this long (bounded by a full
-    batch) so that one fsync covers every event queued meanwhile. Not for a lone `durable` caller
-    (the last fsync acknowledged no other caller), whom waiting would only delay. 0: off."""
+    """`durable` mode's group commit: when the writer wakes for a new event it waits this long
+    (bounded by a full batch) so that one fsync covers every event queued meanwhile. Not for a lone
+    `durable` caller (the last fsync acknowledged no other caller), whom waiting would only delay.
+    0: off. (`batch` mode uses `batch_window_ms`.)"""
+    batch_window_ms: float = Field(10.0, ge=0, le=1000)
+    """`batch` mode's window: a batch is written and fsynced once its oldest event has waited this
+    long (or the batch is full, or the trail closes), so calls arriving one at a time share one
+    write + fsync instead of paying one each. An answered call's event is on disk within this
+    window plus one batch write; a crash can lose the events of that span (as `batch` always
+    could lose the queued ones). 0: write as soon as the writer wakes."""
     retry_interval_s: float = Field(0.5, gt=0)
     """How often a failing writer retries."""
     close_timeout_s: float = Field(5.0, ge=0)
