@@ -138,8 +138,10 @@ def test_cached_fast_path_never_reports_less_than_the_full_scan(value: str, kind
     cold = {(f.analyzer, f.kind, f.path) for f in scan_arguments({"v": value}, ctx)}
     hits = SHARED.hits
     warm = {(f.analyzer, f.kind, f.path.replace("/w/0", "/v")) for f in scan_arguments({"w": [value]}, ctx)}
-    if kind != "secret" and all(a != "secrets" for a, _, _ in cold):
-        assert SHARED.hits > hits, "the second sight is a cache hit"  # secrets are never stored
+    quiet = kind is None and len(value) < 12 and value.isascii() and QUIET_WORD.fullmatch(value) is not None
+    if kind != "secret" and not quiet and all(a != "secrets" for a, _, _ in cold):
+        # Secrets are never stored; quiet words are skipped before the cache (cheaper than a lookup).
+        assert SHARED.hits > hits, "the second sight is a cache hit"
     assert full <= cold, (value, kind, full - cold)
     assert warm == cold, (value, kind, warm ^ cold)
 
@@ -220,3 +222,19 @@ def test_a_quiet_word_is_clean_under_the_full_scan(value: str) -> None:
         return
     assert scan_value(value, "/v", None, ctx, full=True) == []
     assert scan_arguments({"v": value, "w": [value]}, ctx) == []
+
+
+_ATTACK_PIECES = ["utf-8", "finance", "../", "/etc/passwd", "; rm -rf /", "' or 1=1--", "select", "union", "ghp_", "%2e", "\u212a", "\u017f", "true", "x-1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_QUIET_VALUES, st.sampled_from(_ATTACK_PIECES).map(str), st.text(max_size=12)), min_size=1, max_size=6))
+def test_scan_arguments_with_quiet_words_finds_what_the_full_scan_finds(values: list[str]) -> None:
+    """Skipping quiet words in `scan_arguments` (before the memo and the cache) never loses a finding:
+    the fast scan, cold and warm, reports every finding of the full scan, on quiet, random and attack-shaped values."""
+    ctx = ScanContext(**CTX, verdicts=VerdictCache())  # type: ignore[arg-type]
+    args = {"a": values, **{f"k{i}": v for i, v in enumerate(values)}}
+    full = {(f.analyzer, f.kind, f.path) for f in scan_arguments(args, ctx, full=True)}
+    for _ in range(2):
+        fast = {(f.analyzer, f.kind, f.path) for f in scan_arguments(args, ctx)}
+        assert full <= fast

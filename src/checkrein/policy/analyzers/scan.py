@@ -14,7 +14,10 @@ decoding changes goes through every enabled analyzer. Each prefilter is a necess
 its check, so the fast path reports exactly what the full path (``full=True``: decode and run
 everything) reports; Hypothesis tests hold the two to that. Identical strings of one call are
 analyzed once, and with ``ctx.verdicts`` (the compiled policy's `VerdictCache`) a string seen
-in an earlier call with the same kind and analyzer context is not analyzed again.
+in an earlier call with the same kind and analyzer context is not analyzed again. An untyped quiet
+word (`QUIET_WORD`: `utf-8`, `finance`) is skipped before either lookup: `scan_value` returns
+nothing for it, and one `fullmatch` costs less than a cache lookup and insert; the cache keeps the
+quiet words it has seen in a bounded set (`VerdictCache.quiet`), so a repeat costs one lookup.
 """
 
 from __future__ import annotations
@@ -219,6 +222,15 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
             kind = kind_for(pointer, kinds)
             if len(kind_memo) < KIND_MEMO_SIZE:
                 kind_memo[pointer] = kind
+        if kind is None and not full:
+            # `scan_value` returns nothing for a quiet word: cheaper to test than to look up or store,
+            # and a word the policy has already seen quiet is one set lookup (no lock, no LRU).
+            if cache is not None and text in cache.quiet:
+                continue
+            if len(text) < 12 and text.isascii() and _QUIET_WORD.fullmatch(text) is not None:
+                if cache is not None:
+                    cache.remember_quiet(text)
+                continue
         known = memo.get((text, kind))
         if known is None:
             if cache is not None and scope is not None:

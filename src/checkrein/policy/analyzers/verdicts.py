@@ -62,6 +62,9 @@ class VerdictCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
         self._scopes: dict[Hashable, int] = {}
+        self.quiet: set[str] = set()
+        """Untyped values `scan_arguments` found to be quiet words (`scan.QUIET_WORD`: no analyzer reports
+        them in any context); at most ``max_entries``. Read without the lock (a set lookup is atomic)."""
         self.hits = 0
         self.misses = 0
 
@@ -95,10 +98,17 @@ class VerdictCache:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
+    def remember_quiet(self, value: str) -> None:
+        """Add ``value`` to `quiet` unless it holds ``max_entries`` values already."""
+        with self._lock:
+            if len(self.quiet) < self.max_entries:
+                self.quiet.add(value)
+
     def clear(self) -> None:
-        """Forget every verdict (scopes stay: they only name contexts)."""
+        """Forget every verdict and quiet word (scopes stay: they only name contexts)."""
         with self._lock:
             self._entries.clear()
+            self.quiet.clear()
 
     def __len__(self) -> int:
         with self._lock:
