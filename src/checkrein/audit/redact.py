@@ -121,12 +121,16 @@ class Redactor:
         # prefilter, each string is asked instead (escapes then do not matter).
         if (injected is not None and may_find is None and "\\" in text) or builtin_may_match(text):
             return False
-        if self._any_sensitive_key(value, long_keys=(scanned or may_find is not None) and self._injected is not None):
+        # One walk checks the keys and, for the prefilter, gathers exactly the strings `preview`
+        # would hand the finder (shorter ones it keeps unscanned).
+        strings: list[str] | None = [] if may_find is not None else None
+        if self._any_sensitive_key(
+            value, long_keys=(scanned or may_find is not None) and self._injected is not None, strings=strings
+        ):
             return False
         if may_find is not None:
-            # Exactly the strings `preview` would hand the finder (shorter ones it keeps unscanned).
             try:
-                return not any(may_find(s) for s in _strings(value) if len(s) >= _MIN_SECRET)
+                return not any(map(may_find, strings or ()))
             except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
                 return False
         if injected is not None:
@@ -137,17 +141,27 @@ class Redactor:
                 return False
         return True
 
-    def _any_sensitive_key(self, value: Any, *, long_keys: bool = False) -> bool:
+    def _any_sensitive_key(self, value: Any, *, long_keys: bool = False, strings: list[str] | None = None) -> bool:
         """True when a key anywhere in ``value`` is secret-looking (or the value is too deep to
-        keep whole), or with ``long_keys`` at least `_LONG_KEY` characters long. Walks containers
-        only; strings are not looked at. The verdict per set of keys is cached: a tool's arguments
-        repeat the same keys call after call."""
+        keep whole), or with ``long_keys`` at least `_LONG_KEY` characters long. Walks containers;
+        with ``strings`` it also appends every string value (not key) of at least `_MIN_SECRET`
+        characters to it (complete only when the answer is False). The verdict per set of keys is
+        cached: a tool's arguments repeat the same keys call after call."""
+        if isinstance(value, str):
+            if strings is not None and len(value) >= _MIN_SECRET:
+                strings.append(value)
+            return False
+        if not isinstance(value, _CONTAINERS):
+            return False
         sensitive = self.is_sensitive_key
         cache = self._keyset_cache
+        max_depth = self._max_depth
         stack: list[tuple[Any, int]] = [(value, 0)]
+        pop, push = stack.pop, stack.append
+        keep = strings.append if strings is not None else None
         while stack:
-            v, depth = stack.pop()
-            if depth > self._max_depth:
+            v, depth = pop()
+            if depth > max_depth:
                 return True
             if isinstance(v, dict):
                 keys = tuple(v)
@@ -160,9 +174,15 @@ class Redactor:
                         cache[keys] = hit
                 if hit & 1 or (long_keys and hit & 2):
                     return True
-                stack.extend((item, depth + 1) for item in v.values() if isinstance(item, _CONTAINERS))
-            elif isinstance(v, (list, tuple)):
-                stack.extend((item, depth + 1) for item in v if isinstance(item, _CONTAINERS))
+                items: Iterable[Any] = v.values()
+            else:
+                items = v
+            for item in items:
+                if isinstance(item, str):
+                    if keep is not None and len(item) >= _MIN_SECRET:
+                        keep(item)
+                elif isinstance(item, _CONTAINERS):
+                    push((item, depth + 1))
         return False
 
     def preview(
@@ -318,21 +338,6 @@ class _Walk:
             text = f"{text[:limit]}…[+{len(s) - limit} chars]"
         self._budget -= min(len(text), limit)
         return text
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string value (not key) inside ``value``."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list | tuple):
-            stack.extend(v)
-    return out
 
 
 def _union(injected: SecretFinder) -> SecretFinder:
