@@ -77,6 +77,7 @@ async def test_sequential_calls_reuse_one_connection(http_echo_url: str) -> None
         for i in range(20):
             assert (await up.call_tool_json("echo", {"text": str(i)}, timeout_s=10))["content"][0]["text"] == str(i)
         assert raw.sent == 21
+        assert raw._direct is not None, "the POSTs went through the pool directly (checkrein.upstream.http_post)"
         # The GET stream holds one connection, the POSTs share another: no growth, no churn.
         assert len(pool.connections) <= max(before, 2)
 

@@ -47,6 +47,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, jsonrp
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from checkrein.upstream.http_post import DirectPost, post_within_origin
 from checkrein.upstream.raw import ProgressFn, dumps, relay_log
 
 __all__ = ["RawHttpRequests", "raw_http_enabled"]
@@ -95,6 +96,9 @@ class RawHttpRequests:
         self._transport: StreamableHTTPTransport | None = None
         self._inbound: Inbound | None = None
         self._fail: Callable[[BaseException], None] | None = None
+        self._own_hooks: tuple[Callable[..., Any], ...] = ()
+        self._direct: DirectPost | None = None
+        self._direct_url: str | None = None
         self.broken = False
         """Set once a transport failure ended the connection (the session reads it as closed)."""
         self.sent = 0
@@ -109,10 +113,14 @@ class RawHttpRequests:
         transport: StreamableHTTPTransport,
         inbound: Inbound,
         fail: Callable[[BaseException], None],
+        own_hooks: tuple[Callable[..., Any], ...] = (),
     ) -> None:
         """Called by the transport once its streams are open: the HTTP client, the SDK transport
-        (its session id), where the server's other messages go, and how to end the connection."""
+        (its session id), where the server's other messages go, and how to end the connection.
+        ``own_hooks`` are the client's response hooks that serve the SDK's path only (this lane's
+        POSTs may skip them, `checkrein.upstream.http_post`)."""
         self._client, self._transport, self._inbound, self._fail = client, transport, inbound, fail
+        self._own_hooks, self._direct, self._direct_url = own_hooks, None, None
 
     def ready(self, protocol_version: str | None) -> bool:
         """Whether a request of a session in ``protocol_version`` may take this lane now."""
@@ -170,8 +178,10 @@ class RawHttpRequests:
     async def _exchange(
         self, client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str], rid: int, on_progress: ProgressFn | None
     ) -> dict[str, Any]:
+        if self._direct_url != url:  # once per connection (the endpoint does not change)
+            self._direct, self._direct_url = DirectPost.usable(client, url, self._own_hooks), url
         try:
-            async with stream_within_origin(client, "POST", url, content=body, headers=headers) as response:
+            async with post_within_origin(self._direct, client, url, body, headers) as response:
                 status = response.status_code
                 if status == 202:
                     return _error(INVALID_REQUEST, "server answered a request with 202 Accepted")

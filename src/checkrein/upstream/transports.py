@@ -75,14 +75,17 @@ async def _streamable_http(
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT_S, read=read_s)
     statuses = HttpStatuses()
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [statuses.on_response]}) as client:
-        async with _sdk_streamable_http(url, client, raw) as (read, write):
+        async with _sdk_streamable_http(url, client, raw, (statuses.on_response,)) as (read, write):
             yield StatusReader(read, statuses), write
 
 
 @asynccontextmanager
-async def _sdk_streamable_http(url: str, client: httpx2.AsyncClient, raw: RawHttpRequests | None) -> AsyncIterator[TransportStreams]:
+async def _sdk_streamable_http(
+    url: str, client: httpx2.AsyncClient, raw: RawHttpRequests | None, sdk_hooks: tuple[Callable[..., Any], ...] = ()
+) -> AsyncIterator[TransportStreams]:
     """The SDK's ``streamable_http_client`` (mcp 2.x, same steps), keeping hold of its transport
-    and read stream so ``raw`` can use the session id and hand the server's messages over."""
+    and read stream so ``raw`` can use the session id and hand the server's messages over
+    (``sdk_hooks``: the client's hooks for the SDK's path only, which ``raw`` may skip)."""
     transport = StreamableHTTPTransport(url)
     read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
@@ -100,7 +103,7 @@ async def _sdk_streamable_http(url: str, client: httpx2.AsyncClient, raw: RawHtt
 
         tg.start_soon(transport.post_writer, client, write_stream_reader, read_stream_writer, write_stream, start_get_stream, tg)
         if raw is not None:
-            raw.bind(client, transport, read_stream_writer.send, fail)
+            raw.bind(client, transport, read_stream_writer.send, fail, sdk_hooks)
         try:
             yield read_stream, write_stream
         finally:

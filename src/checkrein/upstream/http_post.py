@@ -1,0 +1,151 @@
+"""The raw HTTP lane's POST, sent through the ``httpx2`` client's own connection pool without the
+client's per-request layers (`checkrein.upstream.raw_http`).
+
+``client.stream`` builds and merges a request on every call (URL parsing, header merging, cookie
+and auth handling, event hooks, a redirect loop, a log line) before the pool sees it: about a third
+of the gateway's CPU for a relayed HTTP call went there and into the transport's request copy. On
+an established session none of that can change between calls except the body and the per-call
+headers, so `DirectPost` builds the request's headers once (through ``client.build_request``, so
+they are exactly what the client would send), and hands each POST to the transport's
+``httpcore2`` pool as the transport itself would, with the client's timeouts. The answer is
+wrapped in the same ``httpx2.Response`` the transport returns (content decoding and exception
+mapping included), so it is read as before.
+
+Only for a client whose request to the URL would not be changed by anything else: the transport for
+that URL is a plain ``httpx2.AsyncHTTPTransport`` over a plain ``httpcore2.AsyncConnectionPool``
+(no proxy, no custom transport), no auth, no client query params, no request hooks, no response
+hooks other than those the caller names as its own (the SDK path's status bookkeeping, which the
+raw lane does itself), and an empty cookie jar (checked on every POST; a response that sets a
+cookie is stored in the jar as the client would store it, and from then on the client's own path
+is taken). Anything else takes ``client.stream``, unchanged. A redirect answer is handled as
+``mcp.shared._httpx_utils.stream_within_origin`` handles it: followed by the client only while it
+stays within the origin, otherwise handed back unfollowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpcore2
+import httpx2
+from httpx2._transports.default import AsyncResponseStream, map_httpcore_exceptions
+from mcp.shared._httpx_utils import next_request_within_origin, stream_within_origin
+
+__all__ = ["DirectPost", "post_within_origin"]
+
+
+class DirectPost:
+    """POSTs to one URL through one client's pool (see the module docstring for when it applies)."""
+
+    __slots__ = ("_client", "_extensions", "_key", "_pool", "_request", "_split", "_target", "_url")
+
+    def __init__(self, client: httpx2.AsyncClient, url: str, pool: httpcore2.AsyncConnectionPool) -> None:
+        self._client, self._url, self._pool = client, url, pool
+        parsed = httpx2.URL(url)
+        self._target = httpcore2.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path)
+        self._extensions: dict[str, Any] = {}
+        self._key: tuple[tuple[str, str], ...] | None = None
+        self._split: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
+        self._request: httpx2.Request | None = None
+
+    @classmethod
+    def usable(cls, client: httpx2.AsyncClient, url: str, own_hooks: Sequence[Callable[..., Any]] = ()) -> DirectPost | None:
+        """A `DirectPost` for ``client`` and ``url``, or ``None`` when the client's own path may do
+        something to the request that this one would not."""
+        try:
+            parsed = httpx2.URL(url)
+        except httpx2.InvalidURL:
+            return None
+        if parsed.scheme not in ("http", "https") or not parsed.host or client.auth is not None or client.params:
+            return None
+        hooks = client.event_hooks
+        if hooks.get("request") or any(hook not in own_hooks for hook in hooks.get("response", ())):
+            return None
+        transport = client._transport_for_url(parsed)
+        if type(transport) is not httpx2.AsyncHTTPTransport:
+            return None
+        pool = getattr(transport, "_pool", None)
+        if type(pool) is not httpcore2.AsyncConnectionPool:
+            return None  # a proxy pool (a subclass) or something else
+        return cls(client, url, pool)
+
+    def ready(self) -> bool:
+        """Whether the next POST may go this way (the client holds no cookies)."""
+        return not self._client.cookies.jar
+
+    def _template(self, headers: dict[str, str]) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+        """The client's headers for a POST with ``headers``, split where Content-Length goes."""
+        key = tuple(headers.items())
+        if key != self._key:
+            request = self._client.build_request("POST", self._url, content=b"", headers=headers)
+            raw = list(request.headers.raw)
+            at = next(i for i, (name, _) in enumerate(raw) if name.lower() == b"content-length")
+            self._split = (raw[:at], raw[at + 1 :])
+            self._extensions = dict(request.extensions)
+            self._key, self._request = key, request
+        return self._split
+
+    async def send(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
+        """POST ``body``: the response, streaming, as the client's transport returns it (its
+        ``request`` the body-less template of this POST, for error context, or the POST itself when
+        a redirect or a cookie needs it). Raises ``httpx2.TransportError``
+        as the client does."""
+        head, tail = self._template(headers)
+        request = httpcore2.Request(
+            b"POST",
+            self._target,
+            headers=[*head, (b"Content-Length", str(len(body)).encode()), *tail],
+            content=body,
+            extensions=dict(self._extensions),
+        )
+        with map_httpcore_exceptions():
+            answer = await self._pool.handle_async_request(request)
+        response = httpx2.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=AsyncResponseStream(answer.stream),  # type: ignore[arg-type]  # httpcore2's stream is async-iterable
+            extensions=answer.extensions,
+        )
+        assert self._request is not None  # set by _template
+        response.request = self._request
+        if response.has_redirect_location or "set-cookie" in response.headers:
+            sent = self._client.build_request("POST", self._url, content=body, headers=headers)
+            response.request = sent
+            self._client.cookies.extract_cookies(response)
+            if response.has_redirect_location:
+                try:
+                    response.next_request = self._client._build_redirect_request(sent, response)
+                except httpx2.RemoteProtocolError:
+                    pass  # as the client: a malformed Location is not followed
+        return response
+
+
+@asynccontextmanager
+async def post_within_origin(
+    direct: DirectPost | None, client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str]
+) -> AsyncIterator[httpx2.Response]:
+    """``stream_within_origin(client, "POST", url, ...)``, its first POST sent by ``direct`` when
+    that applies: a redirect within the origin is then followed by the client, at most
+    ``client.max_redirects`` times; any other one is handed back unfollowed, as there."""
+    if direct is None or not direct.ready():
+        async with stream_within_origin(client, "POST", url, content=body, headers=headers) as response:
+            yield response
+        return
+    response = await direct.send(body, headers)
+    followed = 0
+    try:
+        while followed < client.max_redirects:
+            following = next_request_within_origin(response) if response.next_request is not None else None
+            if following is None:
+                break
+            try:
+                await response.aread()  # drained so the connection goes back to the pool
+            finally:
+                await response.aclose()
+            response = await client.send(following, stream=True, follow_redirects=False)
+            followed += 1
+        yield response
+    finally:
+        await response.aclose()
