@@ -12,7 +12,7 @@ from typing import Any
 from .event import format_time, new_event_id
 from .merkle import MerkleFrontier
 from .proofs import MerkleTree
-from .schema import GENESIS_HASH, SCHEMA_VERSION, render
+from .schema import GENESIS_HASH, SCHEMA_VERSION, render_digest
 from .signing import CheckpointSigner
 
 __all__ = ["Chain"]
@@ -56,13 +56,13 @@ class Chain:
         seq = self.next_seq
         body["seq"] = seq
         body["prev_hash"] = self.head
-        line, h = render(body)
+        line, h, digest = render_digest(body)
         self.next_seq = seq + 1
         self.head = h
         if self.tree is None:
-            self.frontier.append(h)
+            self.frontier.append_digest(digest)
         else:
-            self.tree.append(bytes.fromhex(h))
+            self.tree.append(digest)
         self.since_checkpoint += 1
         return line, h, seq
 

@@ -28,7 +28,11 @@ class MerkleFrontier:
         self.count = 0
 
     def append(self, event_hash_hex: str) -> None:
-        node = _sha256(b"\x00" + bytes.fromhex(event_hash_hex)).digest()
+        self.append_digest(bytes.fromhex(event_hash_hex))
+
+    def append_digest(self, event_hash: bytes) -> None:
+        """`append` of the hash's 32 bytes."""
+        node = _sha256(b"\x00" + event_hash).digest()
         size = 1
         stack = self._stack
         while stack and stack[-1][0] == size:

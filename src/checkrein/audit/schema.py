@@ -33,6 +33,7 @@ __all__ = [
     "EventError",
     "check_event",
     "render",
+    "render_digest",
     "strict_loads",
 ]
 
@@ -58,10 +59,19 @@ def render(body: dict[str, Any]) -> tuple[bytes, str]:
     """(stored line including the newline, hash hex) of an event given without ``hash``.
     ``body`` holds plain JSON types with finite floats only (the writer builds it so; the verifier
     parses it with `strict_loads`), which `canonical_json_built` requires."""
+    line, h, _ = render_digest(body)
+    return line, h
+
+
+def render_digest(body: dict[str, Any]) -> tuple[bytes, str, bytes]:
+    """`render` plus the hash's 32 bytes (the Merkle leaf's input): one canonical encoding and
+    one SHA-256 give the digest, the hex and the line."""
     raw = canonical_json_built(body)
-    h = hashlib.sha256(raw).hexdigest()
-    sep = b"" if raw == b"{}" else b","
-    return raw[:-1] + sep + b'"hash":"' + h.encode() + b'"}\n', h
+    digest = hashlib.sha256(raw).digest()
+    h = digest.hex()
+    if raw == b"{}":
+        return b'{"hash":"' + h.encode() + b'"}\n', h, digest
+    return b"".join((raw[:-1], b',"hash":"', h.encode(), b'"}\n')), h, digest
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
