@@ -97,3 +97,32 @@ def test_a_result_with_newlines_and_nothing_to_mask_is_kept_whole() -> None:
     assert not FULL.fits_whole(canonical_json(value), value)  # escapes defeat the document-wide rule
     leaky = {"content": [{"type": "text", "text": "line one\npassword: hunter2hunter2\n"}], "isError": False}
     assert not FAST.fits_whole(canonical_json(leaky), leaky)
+
+
+def _reference_strings(value: Any) -> list[str]:
+    """Every string value (not key) in ``value``, recursively."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _reference_strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _reference_strings(v)]
+    return []
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | text | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["q", "path", "password", "a_rather_long_key_name", "x", "note"]), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values)
+def test_the_key_walk_hands_the_prefilter_every_string_a_preview_would_scan(value: Any) -> None:
+    """`fits_whole` asks the prefilter about the strings the key walk gathered: when the walk
+    finds no secret-looking key, it has gathered every string value of 6+ characters."""
+    gathered: list[str] = []
+    if not FAST._any_sensitive_key(value, long_keys=True, strings=gathered):
+        assert sorted(gathered) == sorted(s for s in _reference_strings(value) if len(s) >= 6)
