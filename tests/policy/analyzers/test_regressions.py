@@ -80,3 +80,16 @@ def test_scan_bounds_deny_even_when_every_analyzer_only_asks(arguments: dict[str
     """Findings of the pseudo-analyzer `scan` (the unanalyzed rest of a value) deny by default:
     no `[policy.analyzers]` key can name `scan`, so `ask` for every analyzer must not turn them into asks."""
     assert _decide(arguments) == ("deny", f"finding:scan:{kind}")
+
+
+@pytest.mark.parametrize("value", ["metadata\n\x00", "\x01metadata\x1f", "x@\nmetadata", "169.254.169.254\n\x00"])
+def test_a_bare_metadata_host_behind_control_characters_passes_the_url_prefilter(value: str) -> None:
+    """`check_url` strips C0 controls from the ends and deletes a newline beside `@`, so `metadata\\n\\x00`
+    is the bare host `metadata`; the untyped prefilter read the newline as a space and skipped the check."""
+    from checkrein.policy.analyzers import scan_arguments, urls
+    from checkrein.policy.analyzers.scan import scan_value
+
+    assert urls.may_find(value, None)
+    full = {(f.analyzer, f.kind) for f in scan_value(value, "/v", None, ScanContext(), full=True)}
+    assert ("urls", "metadata") in full
+    assert full <= {(f.analyzer, f.kind) for f in scan_arguments({"v": value}, ScanContext())}

@@ -167,9 +167,12 @@ def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None)
     or a DNS name with a dot or with dash-separated digits."""
     if kind == "url" or ":" in value or not value.isascii():
         return True  # non-ASCII: `169。254。169。254` is a dotted host once IDNA-mapped
-    s = value.strip()
-    if not s or _SPACE.search(s) is not None or (s.startswith("/") and not s.startswith("//")):
+    s = value.strip().strip(_C0_AND_SPACE)  # as `check_url` strips it (`metadata\n\x00` is `metadata`)
+    if not s or (s.startswith("/") and not s.startswith("//")):
         return False
+    if _SPACE.search(s) is not None:
+        # Not compact, unless a TAB or newline beside an `@` goes (`_whatwg_forms`: `x@\nmetadata`).
+        return "@" in s
     low = s.lower()
     return "." in s or "metadata" in low or "instance-data" in low or _NUMERIC_HOST.search(low) is not None
 
