@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkrein.config.policy import ArgKind
-from checkrein.policy.analyzers import ScanContext, paths, scan_arguments, secrets, shell, sql
+from checkrein.policy.analyzers import ScanContext, paths, scan, scan_arguments, secrets, shell, sql
 from checkrein.policy.analyzers.scan import PREFILTERS, QUIET_WORD, TRIGGERS, scan_value
 from checkrein.policy.analyzers.verdicts import VerdictCache
 
@@ -238,3 +238,27 @@ def test_scan_arguments_with_quiet_words_finds_what_the_full_scan_finds(values: 
     for _ in range(2):
         fast = {(f.analyzer, f.kind, f.path) for f in scan_arguments(args, ctx)}
         assert full <= fast
+
+
+_LETTER_WORDS = st.one_of(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=1, max_size=11),
+    st.lists(st.sampled_from(["and", "Or", "xor", "GROUP", "having", "procedure", "limit", "like", "union", "select", "metadata", "TRUE", "false", "x", "ab", "fin", "e"]), min_size=1, max_size=4)
+    .map("".join)
+    .filter(lambda v: len(v) < 12),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_LETTER_WORDS)
+def test_the_letters_quiet_test_is_the_quiet_word_regex(value: str) -> None:
+    """For an ASCII word of 1-11 letters, the string test that replaces the regex answers as `QUIET_WORD` does."""
+    assert scan._letters_quiet(value) == (QUIET_WORD.fullmatch(value) is not None)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_LETTER_WORDS, st.text(max_size=12), st.sampled_from(_ATTACK_PIECES)))
+def test_scan_value_skips_a_word_only_when_the_full_scan_is_clean(value: str) -> None:
+    """`scan_value` on an untyped value never reports less than the full scan, letter words included."""
+    ctx = ScanContext(**CTX)  # type: ignore[arg-type]
+    full = {(f.analyzer, f.kind) for f in scan_value(value, "/v", None, ctx, full=True)}
+    assert full <= {(f.analyzer, f.kind) for f in scan_value(value, "/v", None, ctx)}

@@ -84,6 +84,14 @@ QUIET_WORD = re.compile(
     r"[a-z]{1,11}(?:-[a-z]{1,8})?(?:-?[0-9]{1,2})?"
 )
 _QUIET_WORD = QUIET_WORD
+_QUIET_LEADS = ("and", "or", "xor", "group", "having", "procedure", "limit", "like", "union")
+
+
+def _letters_quiet(text: str) -> bool:
+    """`QUIET_WORD.fullmatch(text)` for an ASCII word of 1-11 letters (the caller checks that): the
+    regex's lookaheads as string tests, ~3x cheaper (a Hypothesis test holds the two equal)."""
+    low = text.lower()
+    return not low.startswith(_QUIET_LEADS) and "true" not in low and "false" not in low and "select" not in low and "metadata" not in low
 
 
 class _Overflow(Exception):
@@ -182,7 +190,7 @@ def scan_value(value: str, pointer: str, kind: ArgKind | None, ctx: ScanContext,
     if full or not value.isascii() or _DECODE_TRIGGER.search(value) is not None:
         forms = decoded_forms(value)
         full = full or len(forms) > 1
-    elif kind is None and len(value) < 12 and _QUIET_WORD.fullmatch(value) is not None:
+    elif kind is None and len(value) < 12 and (_letters_quiet(value) if value.isalpha() else _QUIET_WORD.fullmatch(value) is not None):
         return findings
     else:
         forms = [value]
@@ -227,10 +235,15 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
             # and a word the policy has already seen quiet is one set lookup (no lock, no LRU).
             if cache is not None and text in cache.quiet:
                 continue
-            if len(text) < 12 and text.isascii() and _QUIET_WORD.fullmatch(text) is not None:
-                if cache is not None:
-                    cache.remember_quiet(text)
-                continue
+            if len(text) < 12 and text.isascii():
+                if text.isalpha():
+                    # Cheaper to test again than to remember (the set's lock) for a word of letters.
+                    if _letters_quiet(text):
+                        continue
+                elif _QUIET_WORD.fullmatch(text) is not None:
+                    if cache is not None:
+                        cache.remember_quiet(text)
+                    continue
         known = memo.get((text, kind))
         if known is None:
             if cache is not None and scope is not None:
