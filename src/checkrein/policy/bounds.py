@@ -61,7 +61,8 @@ def argument_problem(arguments: Any, limits: LimitSettings) -> str | None:
             for k in container:
                 if not isinstance(k, str):
                     return "object keys must be strings"
-                n = _text_bytes(k)
+                # `_text_bytes` inlined for the common ASCII key (a call per string is most of the walk).
+                n = len(k) if k.isascii() else _text_bytes(k)
                 if n < 0:
                     return "an object key is not valid Unicode text (lone surrogate)"
                 size += n + 3
@@ -70,12 +71,14 @@ def argument_problem(arguments: Any, limits: LimitSettings) -> str | None:
         for v in values:
             if isinstance(v, str):
                 strings += 1
-                n = _text_bytes(v)
+                n = len(v) if v.isascii() else _text_bytes(v)
                 if n < 0:
                     return _SURROGATE
                 size += n + 2
             elif isinstance(v, dict | list):
                 stack.append((v, depth + 1))
+            elif v is None or v is True or v is False:
+                size += 5  # `_scalar_size` inlined for the common scalars
             else:
                 s = _scalar_size(v)
                 if isinstance(s, str):
