@@ -119,12 +119,6 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
-def _may_hold_json(text: str) -> bool:
-    """Whether `_embedded_json` could parse ``text``: it starts with a bracket or a space (cheap test)."""
-    head = text[:1]
-    return head == "[" or head == "{" or head.isspace()
-
-
 def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]]) -> None:
     """Append (pointer, string, is_key) for every string under ``value``, depth-first; raise
     `_Overflow` past `MAX_DEPTH` or `MAX_STRINGS` (``out`` then holds the strings before that point)."""
@@ -144,7 +138,9 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
             if deeper <= MAX_DEPTH:
                 if v is None or isinstance(v, int | float):
                     continue
-                if isinstance(v, str) and (in_json or not _may_hold_json(v)):
+                # A string `_embedded_json` cannot parse (it starts with neither a bracket nor a space)
+                # is appended here: a call per string is a good part of the walk.
+                if isinstance(v, str) and (in_json or ((head := v[:1]) != "[" and head != "{" and not head.isspace())):
                     if len(out) >= MAX_STRINGS:
                         raise _Overflow("too_many_strings", f"{pointer}/{i}")
                     out.append((f"{pointer}/{i}", v, False))  # `_collect` of a plain string, inlined
@@ -158,10 +154,11 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
             scan_key = isinstance(k, str) and k and not k.isidentifier()
             if not scan_key and deeper <= MAX_DEPTH and (v is None or isinstance(v, int | float)):
                 continue
-            child = f"{pointer}/{_escape(str(k))}"
+            name = k if type(k) is str else str(k)
+            child = f"{pointer}/{name}" if "~" not in name and "/" not in name else f"{pointer}/{_escape(name)}"
             if scan_key:
                 _add(out, child, k, True)
-            if deeper <= MAX_DEPTH and isinstance(v, str) and (in_json or not _may_hold_json(v)):
+            if deeper <= MAX_DEPTH and isinstance(v, str) and (in_json or ((head := v[:1]) != "[" and head != "{" and not head.isspace())):
                 if len(out) >= MAX_STRINGS:
                     raise _Overflow("too_many_strings", child)
                 out.append((child, v, False))  # `_collect` of a plain string, inlined
