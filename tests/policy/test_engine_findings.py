@@ -185,3 +185,15 @@ def test_decisions_say_when_the_secrets_analyzer_read_every_value() -> None:
 
     stopped = run(policy(BASE, tool("t__run"), scanner=Bounded({})), "t__run", {"cmd": "ls"})
     assert stopped.effect == "deny" and not stopped.secrets_scanned
+
+
+def test_decision_fields_are_the_ones_the_engine_spells_out() -> None:
+    """`engine._decide` builds the allow-with-findings `Decision` field by field (cheaper than
+    `dataclasses.replace`): a new field must be added there too, or it would be dropped."""
+    from dataclasses import fields
+
+    from checkrein.policy import Decision
+
+    assert [f.name for f in fields(Decision)] == [
+        "effect", "rule_id", "reasons", "risk", "findings", "redactions", "error_code", "degraded", "secrets_scanned",
+    ]  # fmt: skip

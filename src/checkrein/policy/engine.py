@@ -389,7 +389,8 @@ def _decide(policy: CompiledPolicy, call: ToolCall) -> Decision:
             )
         return Decision("ask", ask_rule, tuple(asks), risk, findings, tuple(redactions), secrets_scanned=scanned)
     if redactions or findings or scanned:
-        return replace(g.base, findings=findings, redactions=tuple(redactions), secrets_scanned=scanned)
+        b = g.base  # `dataclasses.replace` of these three fields, spelled out (replace costs ~2 us)
+        return Decision(b.effect, b.rule_id, b.reasons, b.risk, findings, tuple(redactions), b.error_code, b.degraded, scanned)
     return g.base
 
 
