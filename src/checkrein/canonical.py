@@ -57,6 +57,8 @@ _ZERO_RUN = re.compile(rb"0\.0000[0-9]*(?:[eE][-+]?[0-9]+)?(?:[,}\]]|\Z)")
 def _maybe_small_float(out: bytes) -> bool:
     if b"0.0000" in out and _ZERO_RUN.search(out) is not None:
         return True
+    if _ONE_DIGIT_EXPONENT.search(out) is None:  # the usual answer, without a generator per call
+        return False
     return any(out[m.start() - 1] in b"0123456789" for m in _ONE_DIGIT_EXPONENT.finditer(out) if m.start())
 
 
