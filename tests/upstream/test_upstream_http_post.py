@@ -14,9 +14,11 @@ import anyio
 import httpx2
 import pytest
 from anyio.abc import SocketStream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.shared._httpx_utils import redirect_location, stream_within_origin
 
-from checkrein.upstream.http_post import DirectPost, post_within_origin
+from checkrein.upstream.http_post import DirectPost, post_within_origin, read_events
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +189,69 @@ async def test_a_compressed_answer_is_decoded_and_a_dropped_connection_is_a_tran
         with pytest.raises(httpx2.TransportError):
             async with post_within_origin(direct, http, server.url, b"drop", {}) as response:
                 await response.aread()
+
+
+class Chunks(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+def sse_response(chunks: list[bytes], content_type: str = "text/event-stream") -> httpx2.Response:
+    response = httpx2.Response(200, headers={"content-type": content_type}, stream=Chunks(chunks))
+    response.request = httpx2.Request("POST", "http://127.0.0.1/mcp")
+    return response
+
+
+async def both_readers(chunks: list[bytes], limit: int) -> tuple[object, object]:
+    """What ``httpx2.EventSource`` and `read_events` make of one body, as comparable values."""
+
+    async def reference() -> object:
+        try:
+            return [(e.event, e.data, e.id, e.retry) async for e in httpx2.EventSource(sse_response(chunks), max_event_size=limit)]
+        except httpx2.SSEError:
+            return "SSEError"
+
+    async def ours() -> object:
+        try:
+            return [(e.event, e.data.decode(), e.id, e.retry) async for e in read_events(sse_response(chunks), limit)]
+        except httpx2.SSEError:
+            return "SSEError"
+
+    return await reference(), await ours()
+
+
+_field = st.sampled_from(["data", "event", "id", "retry", "", "x"])
+_value = st.text(alphabet=st.sampled_from("ab 1:é\0☃"), max_size=12)
+_line = st.one_of(
+    st.builds(lambda f, sep, v: f + sep + v, _field, st.sampled_from([":", ": ", ""]), _value),
+    st.just(""),
+    st.builds(lambda v: ":" + v, _value),
+    st.integers(0, 99999).map(lambda n: f"retry: {n}"),
+)
+_body = st.builds(
+    lambda lines, ends: "".join(line + end for line, end in zip(lines, ends, strict=False)),
+    st.lists(_line, max_size=14),
+    st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=14, max_size=14),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_body, trailing=st.sampled_from(["", "\r", "data: tail"]), cuts=st.lists(st.integers(0, 200), max_size=6), limit=st.sampled_from([8, 40, 1 << 20]))
+def test_read_events_parses_what_eventsource_parses(body: str, trailing: str, cuts: list[int], limit: int) -> None:
+    """Any body, cut into any chunks (inside a CRLF or a UTF-8 sequence too), any event size limit:
+    the same events, or the same SSEError."""
+    raw = (body + trailing).encode()
+    points = sorted({min(c, len(raw)) for c in cuts})
+    chunks = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True) if raw[a:b]]
+    reference, ours = anyio.run(both_readers, chunks, limit)
+    assert ours == reference
+
+
+async def test_read_events_refuses_another_content_type() -> None:
+    with pytest.raises(httpx2.SSEError):
+        async for _ in read_events(sse_response([b"data: x\n\n"], "application/json"), 1024):
+            pass

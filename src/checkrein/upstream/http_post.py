@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpcore2
@@ -33,7 +34,7 @@ import httpx2
 from httpx2._transports.default import AsyncResponseStream, map_httpcore_exceptions
 from mcp.shared._httpx_utils import next_request_within_origin, stream_within_origin
 
-__all__ = ["DirectPost", "post_within_origin"]
+__all__ = ["DirectPost", "Event", "post_within_origin", "read_events"]
 
 
 class DirectPost:
@@ -149,3 +150,88 @@ async def post_within_origin(
         yield response
     finally:
         await response.aclose()
+
+
+@dataclass(slots=True)
+class Event:
+    """One server-sent event, its data as bytes (``httpx2.ServerSentEvent`` without the text)."""
+
+    event: str
+    data: bytes
+    id: str
+    retry: int | None
+
+
+def _lines(block: bytes) -> list[bytes]:
+    return block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+
+
+class _Parser:
+    """The field rules of ``httpx2``'s SSE decoder, over byte lines."""
+
+    __slots__ = ("data", "last_id", "limit", "name", "pending", "retry", "size")
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.name, self.data, self.last_id = limit, "", list[bytes](), ""
+        self.retry: int | None = None
+        self.pending, self.size = False, 0
+
+    def line(self, line: bytes) -> Event | None:
+        if not line:
+            self.size = 0
+            if not self.pending:
+                return None
+            event = Event(self.name or "message", b"\n".join(self.data), self.last_id, self.retry)
+            self.name, self.data, self.retry, self.pending = "", [], None, False
+            return event
+        if line[:1] == b":":
+            return None
+        self.size += len(line)
+        self.check(0)
+        field, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            self.data.append(value)
+            self.pending = True
+        elif field == b"event":
+            self.name, self.pending = value.decode("utf-8", "replace"), True
+        elif field == b"id":
+            if b"\0" not in value:
+                self.last_id, self.pending = value.decode("utf-8", "replace"), True
+        elif field == b"retry":
+            try:
+                self.retry, self.pending = int(value.decode("utf-8", "replace")), True
+            except ValueError:
+                pass
+        return None
+
+    def check(self, unfinished: int) -> None:
+        if self.size + unfinished > self.limit:
+            raise httpx2.SSEError(f"Server-sent event exceeded the {self.limit} byte limit.")
+
+
+async def read_events(response: httpx2.Response, max_event_size: int) -> AsyncIterator[Event]:
+    """The events of an SSE response, parsed as ``httpx2.EventSource`` parses them (the same
+    fields, line endings, ``id`` and ``retry`` rules, and the same ``httpx2.SSEError`` for a wrong
+    content type or an event past ``max_event_size`` bytes, its unfinished line included), but over
+    the decoded bytes: no text decoding of the body, the data left as bytes for orjson."""
+    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if content_type != "text/event-stream":
+        raise httpx2.SSEError(f"Expected response with content type 'text/event-stream', got {content_type!r}.")
+    parser, rest = _Parser(max_event_size), b""
+    async for chunk in response.aiter_bytes():
+        block = rest + chunk
+        cut = len(block) - 1 if block.endswith(b"\r") else len(block)  # a CR may start a CRLF
+        lines = _lines(block[:cut])
+        rest = lines.pop() + block[cut:]
+        for line in lines:
+            event = parser.line(line)
+            if event is not None:
+                yield event
+        parser.check(len(rest) - len(block) + cut)  # a held CR is not counted, as there
+    if rest:  # what EventSource's flush decodes at the stream's end
+        for line in _lines(rest):
+            event = parser.line(line)
+            if event is not None:
+                yield event

@@ -8,7 +8,9 @@ POST's connection as soon as the answer arrived (so every call opens a new TCP c
 `RawHttpRequests` POSTs the JSON-RPC request with the same ``httpx`` client, on the SDK transport's
 own session id and the session's stamped protocol-version header, parses the answer (JSON or SSE)
 with orjson and reads an SSE answer to its end when the server closes it right away, so the
-connection goes back to the pool.
+connection goes back to the pool. The POST goes to the client's pool directly when nothing of the
+client's own request path applies, and the SSE answer is parsed as bytes
+(`checkrein.upstream.http_post`).
 
 Only the answer, progress for its own token and log messages are this lane's (the last two go to
 the relay in the caller's task, so they reach the client before the answer, as on the SDK path).
@@ -47,7 +49,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, jsonrp
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from checkrein.upstream.http_post import DirectPost, post_within_origin
+from checkrein.upstream.http_post import DirectPost, post_within_origin, read_events
 from checkrein.upstream.raw import ProgressFn, dumps, relay_log
 
 __all__ = ["RawHttpRequests", "raw_http_enabled"]
@@ -226,7 +228,7 @@ class RawHttpRequests:
 
     async def _read(self, response: httpx2.Response, rid: int, on_progress: ProgressFn | None, stream: _Stream) -> dict[str, Any] | None:
         """Our answer from one SSE stream, or ``None`` when it ended without one."""
-        events = httpx2.EventSource(response, max_event_size=MAX_SSE_EVENT_BYTES).__aiter__()
+        events = read_events(response, MAX_SSE_EVENT_BYTES).__aiter__()
         async for sse in events:
             if sse.id:
                 stream.last_id = sse.id
@@ -235,7 +237,9 @@ class RawHttpRequests:
             stream.events += 1
             if sse.event != "message" or not sse.data:
                 continue  # a priming event (its id is kept above) or another kind
-            message = _loads(sse.data.encode())
+            message = _loads(sse.data)
+            if message is None:  # as EventSource's text: invalid UTF-8 replaced, then parsed
+                message = _loads(sse.data.decode("utf-8", "replace").encode())
             if not isinstance(message, dict):
                 continue
             if "method" not in message and message.get("id") == rid:
