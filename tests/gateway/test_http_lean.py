@@ -93,8 +93,9 @@ async def test_a_client_without_the_capability_is_not_asked(url: str) -> None:
     assert kind == "application/json" and "does not support sampling" in messages[0]["result"]["content"][0]["text"]
 
 
-async def test_a_cancelled_lane_call_ends_without_an_answer(url: str) -> None:
-    """``notifications/cancelled`` for a call in flight: 202, and the call's stream ends unanswered."""
+async def test_a_cancelled_lane_call_is_answered_as_the_sdk_answers_it(url: str) -> None:
+    """``notifications/cancelled`` for a call in flight: 202, and the call is answered with the SDK
+    transport's ``REQUEST_CANCELLED`` error (-32800), as on the SDK's path."""
     with anyio.fail_after(60):
         async with session(url) as s:
             outcome: list[tuple[str, list[dict[str, Any]]]] = []
@@ -113,7 +114,7 @@ async def test_a_cancelled_lane_call_ends_without_an_answer(url: str) -> None:
                 response = await s.http.post(s.url, json=note, headers=s.headers)
                 assert response.status_code == 202
             kind, after = await s.call("a__echo", {"text": "still here"})
-    assert outcome and not [m for m in outcome[0][1] if m.get("id") == rid]
+    assert outcome and outcome[0][1] == [{"jsonrpc": "2.0", "id": rid, "error": {"code": -32800, "message": "Request cancelled"}}]
     assert after[0]["result"]["content"][0]["text"] == "still here"
 
 

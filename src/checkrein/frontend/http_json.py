@@ -16,7 +16,8 @@ The 2026-07-28 era's transport already answers this way (SDK), so only the 2025 
 Implemented by replacing, per session transport, the SDK's ``_handle_post_request`` for requests
 it would answer with SSE; the initialize request, notifications, responses and anything that
 fails the SDK's own checks take the SDK's path unchanged. Sessions with an event store
-(resumability) are left alone: their priming event must precede dispatch.
+(resumability) are left alone: their priming event must precede dispatch. The transport's
+``terminate`` tells the session's lean lane first, so its calls in flight end with an answer.
 """
 
 from __future__ import annotations
@@ -85,9 +86,18 @@ def _answering_json(
     transport = make(arg)
     if transport is not None and not getattr(transport, "_checkrein_json", False):
         sdk_post = transport._handle_post_request
-        transport._handle_post_request = partial(_post, transport, sdk_post, lane() if lane is not None else None)  # type: ignore[method-assign]
+        session_lane = lane() if lane is not None else None
+        transport._handle_post_request = partial(_post, transport, sdk_post, session_lane)  # type: ignore[method-assign]
+        if session_lane is not None:
+            transport.terminate = partial(_terminate, transport.terminate, session_lane)  # type: ignore[method-assign]
         transport._checkrein_json = True  # type: ignore[attr-defined]
     return transport
+
+
+async def _terminate(sdk_terminate: Callable[[], Awaitable[None]], lane: HttpLane) -> None:
+    """The session ends (DELETE, idle expiry, shutdown): the lane's calls first, then the SDK's."""
+    lane.terminate()
+    await sdk_terminate()
 
 
 async def _post(

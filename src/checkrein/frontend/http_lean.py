@@ -17,8 +17,23 @@ For the calls it serves the lane is the client's `Downstream` (`stdio_lean.LeanR
 the first progress notification, log message or server request (sampling, elicitation, roots,
 with the lane's ids ``checkrein-h-N``) turns the answer into an SSE stream that carries it and the
 answer after it, as `http_json` does on the SDK's path; the client's POSTed answers to the lane's
-requests are taken before the SDK sees them (202, as the SDK answers a response). A
-``notifications/cancelled`` for a lane call cancels it and ends its stream without an answer.
+requests are taken before the SDK sees them (202, as the SDK answers a response).
+
+Each of the lane's requests belongs to its call. When the call ends with one still unanswered
+(the client cancelled the call, the upstream gave up, a deadline passed, the session ended), the
+client is sent ``notifications/cancelled`` for it on the call's stream before the call's answer
+(as the SDK's dispatcher sends one for a request it abandons), and the request is released: the
+upstream waiting on it gets an error instead of waiting for its deadline. A stream the client
+closed ends nothing (the spec says a disconnect is no cancellation; the SDK's path keeps the call
+running too): the client may still POST its answers until the call ends. As the SDK's transport
+answers on this era:
+
+- ``notifications/cancelled`` for a lane call: the call is cancelled and answered with the
+  SDK's ``REQUEST_CANCELLED`` error (-32800, "Request cancelled");
+- the session ends (DELETE, idle expiry, shutdown) with a lane call in flight: the call is
+  cancelled and answered 500 with the SDK's "Session terminated before the request completed"
+  (the JSON-answer path's reply), or, once its stream started, with that error as the stream's
+  last event (where the SDK's own stream just ends).
 """
 
 from __future__ import annotations
@@ -37,9 +52,12 @@ from mcp.server.streamable_http import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_SSE,
     MCP_SESSION_ID_HEADER,
+    REQUEST_CANCELLED,
     check_accept_headers,
 )
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types import CONNECTION_CLOSED
 from mcp_types import methods as sdk_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -63,15 +81,25 @@ log = logging.getLogger("checkrein.frontend")
 
 
 
+TERMINATED = "Session terminated before the request completed"
+"""The SDK transport's words for a request whose session ended under it (`http_json` says the same)."""
+
+_RELEASE_WRITE_S = 5.0
+_WHY = {"answered": "was answered", "cancelled": "was cancelled", "terminated": "lost its session"}
+
+
 @dataclass(eq=False, slots=True)
 class _Asked:
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: dict[str, Any] | None = None
+    released: str | None = None
+    """Why the lane gave up on the request (its call ended), when it did."""
 
 
 @dataclass(slots=True)
 class _Final:
     body: bytes
+    status: int = 200
 
 
 class HttpLane:
@@ -86,9 +114,17 @@ class HttpLane:
         self._caps: types.ClientCapabilities | None = None
         self._client_name: str | None = None
         self._ready = False
-        self._running: dict[Any, anyio.CancelScope] = {}
+        self._running: dict[Any, _Channel] = {}
         self._asked: dict[str, _Asked] = {}
         self._ids = itertools.count(1)
+        self._terminated = False
+
+    def terminate(self) -> None:
+        """The session is ending (called before the SDK transport's own ``terminate``): every lane
+        call in flight is cancelled, answered with `TERMINATED`, and its requests released."""
+        self._terminated = True
+        for call in list(self._running.values()):
+            call.end("terminated")
 
     async def handle(self, transport: StreamableHTTPServerTransport, scope: Scope, request: Request, receive: Receive, send: Send) -> bool:
         """Serve the POST if it is the lane's (then True); watch the handshake on the way."""
@@ -123,7 +159,7 @@ class HttpLane:
             if running is None:
                 return False
             if await transport._validate_request_headers(request, send):
-                running.cancel()
+                running.end("cancelled")
                 await _empty(transport, scope, receive, send)
             return True
         self._watch(message)
@@ -153,7 +189,7 @@ class HttpLane:
     def _takes(self, message: dict[str, Any], request: Request) -> bool:
         """Whether ``message`` is a plain tools/call the lane serves (as `stdio_lean.LeanLane.takes`),
         on a request the SDK transport would answer with a stream."""
-        if not self._ready or message.get("jsonrpc") != "2.0":
+        if not self._ready or self._terminated or message.get("jsonrpc") != "2.0":
             return False
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is None or version not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -185,20 +221,27 @@ class HttpLane:
             client_name=self._client_name,
         )
         out_send, out_receive = anyio.create_memory_object_stream[bytes | _Final](1 << 16)
-        channel = _Channel(self, out_send)
+        channel = _Channel(self, rid, out_send)
         assert self._caps is not None
         downstream = LeanRequest(cast("LeanLane", channel), rid, call, meta, self._caps)
-        cancel = anyio.CancelScope()
-        self._running[rid] = cancel
+        self._running[rid] = channel
 
         async def run() -> None:
+            final: _Final | None = None
             try:
-                with cancel:
-                    body = await self._respond(rid, params["name"], call, downstream, version)
+                with channel.scope:
+                    final = _Final(await self._respond(rid, params["name"], call, downstream, version))
                     self.handled += 1
-                    await out_send.send(_Final(body))
             finally:
                 self._running.pop(rid, None)
+                if final is None and channel.ended == "cancelled":
+                    final = _Final(_error(rid, REQUEST_CANCELLED, "Request cancelled"))
+                elif final is None:
+                    final = _Final(_error(rid, types.INTERNAL_ERROR, TERMINATED), 500)
+                # The lane's requests this call leaves unanswered are withdrawn before its answer.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_WRITE_S):
+                    await channel.release()
+                    await channel.put(final)
                 out_send.close()
 
         headers = [(b"content-type", CONTENT_TYPE_JSON.encode())]
@@ -211,11 +254,14 @@ class HttpLane:
                 try:
                     first = await out_receive.receive()
                 except anyio.EndOfStream:
-                    first = None  # cancelled before anything: an empty stream, no answer
+                    first = None  # its answer was dropped (it could not be queued in time): an empty stream
             if isinstance(first, _Final):
-                headers.append((b"content-length", str(len(first.body)).encode()))
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
-                await send({"type": "http.response.body", "body": first.body})
+                body = first.body
+                if first.status != 200:  # the session ended: the SDK transport's own error reply
+                    body = _error(None, types.INTERNAL_ERROR, TERMINATED)
+                headers.append((b"content-length", str(len(body)).encode()))
+                await send({"type": "http.response.start", "status": first.status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
                 return
             headers[0] = (b"content-type", CONTENT_TYPE_SSE.encode())
             headers += [(b"cache-control", b"no-cache, no-transform"), (b"connection", b"keep-alive")]
@@ -242,39 +288,83 @@ class HttpLane:
 
     # -- the lane's own requests to the client -------------------------------------------------
 
-    async def ask(self, write: Any, method: str, params: dict[str, Any] | None, call_id: Any) -> dict[str, Any]:
-        """Send a server-to-client request on the call's stream; the client's ``result``. Raises
-        ``MCPError`` with the client's error."""
+    async def ask(self, call: _Channel, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Send a server-to-client request on ``call``'s stream; the client's ``result``. Raises
+        ``MCPError`` with the client's error, or `CONNECTION_CLOSED` when the call ended first."""
+        if call.ended is not None:
+            raise MCPError(CONNECTION_CLOSED, f"the client request {call.rid!r} it would serve has ended")
         rid = f"checkrein-h-{next(self._ids)}"
         asked = _Asked()
-        self._asked[rid] = asked
+        self._asked[rid] = call.asked[rid] = asked
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             request["params"] = params
         try:
-            await write(dumps(request))
+            await call.write(dumps(request))
             await asked.done.wait()
+        except anyio.get_cancelled_exc_class():
+            # Abandoned here (a deadline, the upstream gave up): the client is told, as the SDK does.
+            if asked.released is None:
+                asked.released = "withdrawn"  # once: `_Channel.release` skips it from here on
+                with anyio.move_on_after(_RELEASE_WRITE_S, shield=True):
+                    await call.write(_cancelled(rid, call.rid))
+            raise
         finally:
             self._asked.pop(rid, None)
+            call.asked.pop(rid, None)
+        if asked.answer is None:
+            why = _WHY.get(asked.released or "", "ended")
+            raise MCPError(CONNECTION_CLOSED, f"the client request {call.rid!r} this {method} request served {why} before the client answered")
         return answer_result(method, asked.answer)
 
 
 class _Channel:
-    """What `LeanRequest` needs of a lane, for one HTTP call: its writes go on the call's stream."""
+    """One lane call: what `LeanRequest` needs of a lane (its writes go on the call's stream), its
+    cancel scope, and the lane's requests to the client on its behalf."""
 
-    def __init__(self, lane: HttpLane, out: anyio.abc.ObjectSendStream[bytes | _Final]) -> None:
+    def __init__(self, lane: HttpLane, rid: Any, out: anyio.abc.ObjectSendStream[bytes | _Final]) -> None:
         self.front = lane.front
+        self.rid = rid
+        self.scope = anyio.CancelScope()
+        self.asked: dict[str, _Asked] = {}
+        self.ended: str | None = None
+        """``"cancelled"`` (by the client) or ``"terminated"`` (the session ended) once it is."""
         self._lane = lane
         self._out = out
 
+    def end(self, why: str) -> None:
+        """Cancel the call (once: a second cancel would break into its shielded audit record)."""
+        if self.ended is None:
+            self.ended = why
+            self.scope.cancel()
+
     async def write(self, line: bytes) -> None:
+        await self.put(line)
+
+    async def put(self, item: bytes | _Final) -> None:
         try:
-            await self._out.send(line)
+            await self._out.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             log.debug("a message for a finished HTTP call was dropped")
 
     async def ask(self, method: str, params: dict[str, Any] | None, call_id: Any) -> dict[str, Any]:
-        return await self._lane.ask(self.write, method, params, call_id)
+        del call_id  # always this call's
+        return await self._lane.ask(self, method, params)
+
+    async def release(self) -> None:
+        """Withdraw the lane's requests still waiting: ``notifications/cancelled`` to the client
+        for each, then their waiters return (`HttpLane.ask` raises for them)."""
+        for rid, asked in list(self.asked.items()):
+            if asked.released is not None or asked.done.is_set():
+                continue
+            asked.released = self.ended or "answered"
+            await self.write(_cancelled(rid, self.rid))
+            asked.done.set()
+
+
+def _cancelled(rid: str, call_id: Any) -> bytes:
+    params = {"requestId": rid, "reason": f"the request {call_id!r} it served ended"}
+    return dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
 
 
 async def _chain(first: list[bytes | _Final], rest: anyio.abc.ObjectReceiveStream[bytes | _Final]) -> Any:
