@@ -298,3 +298,22 @@ async def test_a_closed_stream_is_no_cancellation(path: str, lane_url: str, sdk_
     assert posted.status_code == 202
     assert outcome == "answered: ada"
     assert after[-1]["result"]["content"][0]["text"] == "still here"
+
+
+async def test_the_session_ends_even_when_ending_its_lane_calls_fails() -> None:
+    """`http_json._terminate`: a failure while the lane withdraws its calls still runs the SDK's
+    terminate (the session must end), and the failure is not swallowed."""
+    from checkrein.frontend import http_json
+
+    ended: list[bool] = []
+
+    class BrokenLane:
+        def terminate(self) -> None:
+            raise RuntimeError("lane broke")
+
+    async def sdk_terminate() -> None:
+        ended.append(True)
+
+    with pytest.raises(RuntimeError, match="lane broke"):
+        await http_json._terminate(sdk_terminate, BrokenLane())  # type: ignore[arg-type]
+    assert ended == [True]

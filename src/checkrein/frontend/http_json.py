@@ -95,9 +95,12 @@ def _answering_json(
 
 
 async def _terminate(sdk_terminate: Callable[[], Awaitable[None]], lane: HttpLane) -> None:
-    """The session ends (DELETE, idle expiry, shutdown): the lane's calls first, then the SDK's."""
-    lane.terminate()
-    await sdk_terminate()
+    """The session ends (DELETE, idle expiry, shutdown): the lane's calls first, then the SDK's
+    (also when ending the lane's calls fails: the session must still end)."""
+    try:
+        lane.terminate()
+    finally:
+        await sdk_terminate()
 
 
 async def _post(
