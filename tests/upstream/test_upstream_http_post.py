@@ -116,6 +116,14 @@ async def test_it_applies_to_a_plain_client_only() -> None:
             assert DirectPost.usable(odd, url) is None
 
 
+async def test_a_client_without_the_private_routing_it_reads_keeps_the_clients_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx2 is the SDK's dependency: if a release drops the routing method `usable` reads, the
+    lane falls back to ``client.stream`` instead of failing the connection."""
+    monkeypatch.delattr(httpx2.AsyncClient, "_transport_for_url")
+    async with client() as plain:
+        assert DirectPost.usable(plain, "http://127.0.0.1:9/mcp") is None
+
+
 async def test_it_sends_what_the_client_sends_on_one_kept_connection() -> None:
     """Same method, path, headers and body as ``client.stream``; sequential POSTs share a connection."""
     async with scripted(ok) as server, client() as http:

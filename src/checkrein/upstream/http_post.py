@@ -64,7 +64,10 @@ class DirectPost:
         hooks = client.event_hooks
         if hooks.get("request") or any(hook not in own_hooks for hook in hooks.get("response", ())):
             return None
-        transport = client._transport_for_url(parsed)
+        try:
+            transport = client._transport_for_url(parsed)
+        except AttributeError:  # httpx2's private routing changed: take the client's own path
+            return None
         if type(transport) is not httpx2.AsyncHTTPTransport:
             return None
         pool = getattr(transport, "_pool", None)
