@@ -23,8 +23,13 @@ pytestmark = pytest.mark.anyio
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
-def _gateway(directory: Path, **env: str) -> Iterator[str]:
-    config = write_config(directory, [FIXTURE, echo_server_config("a")], policy={"allow": ["*"]})
+def _gateway(directory: Path, servers: list[dict[str, Any]] | None = None, extra_toml: str = "", **env: str) -> Iterator[str]:
+    """A `checkrein serve --transport http` in front of ``servers`` (the fixture and an echo server by
+    default), every tool allowed, ``extra_toml`` appended to its config; yields its /mcp URL."""
+    config = write_config(directory, servers or [FIXTURE, echo_server_config("a")], policy={"allow": ["*"]})
+    if extra_toml:
+        with config.open("a", encoding="utf-8") as f:
+            f.write(extra_toml)
     port = free_port()
     proc: subprocess.Popen[bytes] = start_http_gateway(config, port, **env)
     try:

@@ -11,7 +11,6 @@ request the gateway failed to release would outlast every bounded wait here."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -21,8 +20,8 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gateway_support import echo_server_config, free_port, start_http_gateway, stop, write_config
-from test_http_json import ACCEPT, Session
+from gateway_support import echo_server_config
+from test_http_json import ACCEPT, Session, _gateway
 
 pytestmark = pytest.mark.anyio
 
@@ -85,29 +84,21 @@ anyio.run(main)
 '''
 
 
-def _gateway(directory: Path, **env: str) -> Iterator[str]:
+def _asking_gateway(directory: Path, **env: str) -> Iterator[str]:
     script = directory / "asker.py"
     script.write_text(ASKER, encoding="utf-8")
     asker = {"name": "ask", "command": sys.executable, "args": [str(script)], "timeout_s": 120.0}
-    config = write_config(directory, [asker, echo_server_config("a")], policy={"allow": ["*"]})
-    with config.open("a", encoding="utf-8") as f:
-        f.write("\n[approval]\ntimeout_s = 600\n")
-    port = free_port()
-    proc: subprocess.Popen[bytes] = start_http_gateway(config, port, **env)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(proc)
+    yield from _gateway(directory, [asker, echo_server_config("a")], "\n[approval]\ntimeout_s = 600\n", **env)
 
 
 @pytest.fixture(scope="module")
 def lane_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _gateway(tmp_path_factory.mktemp("lean-abandon"))
+    yield from _asking_gateway(tmp_path_factory.mktemp("lean-abandon"))
 
 
 @pytest.fixture(scope="module")
 def sdk_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _gateway(tmp_path_factory.mktemp("lean-abandon-off"), CHECKREIN_FAST_PATH="off")
+    yield from _asking_gateway(tmp_path_factory.mktemp("lean-abandon-off"), CHECKREIN_FAST_PATH="off")
 
 
 @asynccontextmanager
