@@ -71,6 +71,10 @@ def _short(value: Any, limit: int = _MAX_SHORT) -> str:
     return s if len(s) <= limit else s[:limit] + "…"
 
 
+def _opt_short(value: Any) -> str | None:
+    return None if value is None else _short(value)
+
+
 class EventFactory:
     """Pure apart from ids: same record and time give the same body except ``event_id``."""
 
@@ -124,10 +128,6 @@ class EventFactory:
                 "flags": [_short(f) for f in rec.result_flags[:_MAX_LIST]],
             }
 
-        # `_short` inline for the plain short strings these nearly always are (one call each cost
-        # ~5% of an event's build).
-        M = _MAX_SHORT
-        v: Any
         ident = rec.identity if isinstance(rec.identity, dict) else {}
         roles = ident.get("roles") or ()
         dec = rec.decision if isinstance(rec.decision, dict) else {}
@@ -152,32 +152,32 @@ class EventFactory:
             "time": format_time(now),
             "type": "call",
             "kind": kind,
-            "trace_id": v if type(v := rec.trace_id) is str and len(v) <= M else _short(v),
-            "span_id": v if type(v := rec.span_id) is str and len(v) <= M else _short(v),
-            "parent_span_id": v if (v := rec.parent_span_id) is None or type(v) is str and len(v) <= M else _short(v),
-            "session_id": v if type(v := rec.session_id) is str and len(v) <= M else _short(v),
+            "trace_id": _short(rec.trace_id),
+            "span_id": _short(rec.span_id),
+            "parent_span_id": _opt_short(rec.parent_span_id),
+            "session_id": _short(rec.session_id),
             "identity": {
-                "user": v if type(v := ident.get("user", "")) is str and len(v) <= M else _short(v),
-                "roles": [x if type(x) is str and len(x) <= M else _short(x) for x in list(roles)[:_MAX_LIST]],
-                "source": v if type(v := ident.get("source", "")) is str and len(v) <= M else _short(v),
-                "client": v if (v := ident.get("client")) is None or type(v) is str and len(v) <= M else _short(v),
+                "user": _short(ident.get("user", "")),
+                "roles": [_short(x) for x in list(roles)[:_MAX_LIST]],
+                "source": _short(ident.get("source", "")),
+                "client": _opt_short(ident.get("client")),
             },
-            "model": v if (v := rec.model) is None or type(v) is str and len(v) <= M else _short(v),
-            "server": v if type(v := rec.server) is str and len(v) <= M else _short(v),
-            "tool": v if type(v := rec.tool) is str and len(v) <= M else _short(v),
-            "exposed_name": v if type(v := rec.exposed_name) is str and len(v) <= M else _short(v),
-            "tool_digest": v if (v := rec.tool_digest) is None or type(v) is str and len(v) <= M else _short(v),
+            "model": _opt_short(rec.model),
+            "server": _short(rec.server),
+            "tool": _short(rec.tool),
+            "exposed_name": _short(rec.exposed_name),
+            "tool_digest": _opt_short(rec.tool_digest),
             "args_sha256": hashlib.sha256(args_bytes).hexdigest(),
             "args_preview": preview,
             "decision": {
-                "effect": v if type(v := dec.get("effect", "")) is str and len(v) <= M else _short(v),
-                "rule_id": v if type(v := dec.get("rule_id", "")) is str and len(v) <= M else _short(v),
+                "effect": _short(dec.get("effect", "")),
+                "rule_id": _short(dec.get("rule_id", "")),
                 "reasons": reasons,
-                "risk": v if type(v := dec.get("risk", "unknown")) is str and len(v) <= M else _short(v),
+                "risk": _short(dec.get("risk", "unknown")),
                 "approval": approval,
             },
             "outcome": outcome,
-            "error_code": v if (v := rec.error_code) is None or type(v) is str and len(v) <= M else _short(v),
+            "error_code": _opt_short(rec.error_code),
             "duration_ms": round(float(duration), 3),
             "result": result,
             "redactions": redactions,
