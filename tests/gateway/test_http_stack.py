@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -55,3 +56,35 @@ def test_http_parser_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, 
     else:
         monkeypatch.setenv("CHECKREIN_HTTP_PARSER", value)
     assert http_parser() == parser
+
+
+def test_switch_problems_names_every_unknown_value_at_once() -> None:
+    """Each switch set to a value it does not take is one message naming it and its values."""
+    from checkrein._switches import switch_problems
+
+    assert switch_problems({}) == []
+    assert switch_problems({"CHECKREIN_FAST_PATH": " OFF ", "CHECKREIN_EVENT_LOOP": "asyncio",
+                            "CHECKREIN_HTTP_PARSER": "", "OTHER": "x"}) == []
+    problems = switch_problems({"CHECKREIN_HTTP_PARSER": "bogus", "CHECKREIN_EVENT_LOOP": "uv-loop",
+                                "CHECKREIN_FAST_PATH": "of"})
+    assert len(problems) == 3
+    joined = "\n".join(problems)
+    for name, bad, value in [("CHECKREIN_HTTP_PARSER", "bogus", "httptools"),
+                             ("CHECKREIN_EVENT_LOOP", "uv-loop", "asyncio"), ("CHECKREIN_FAST_PATH", "of", "off")]:
+        assert f"{name}='{bad}'" in joined and value in joined
+
+
+def test_serve_refuses_an_unknown_switch_before_starting(tmp_path: Path) -> None:
+    """A real `checkrein serve` with a mistyped switch exits 2 naming it, instead of running with
+    the default the user did not ask for (it spawns nothing: the config's server would fail)."""
+    import os
+    import subprocess
+
+    cfg = tmp_path / "checkrein.toml"
+    cfg.write_text('[[servers]]\nname = "x"\ncommand = "/nonexistent/never-started"\n')
+    env = {**os.environ, "CHECKREIN_HTTP_PARSER": "h2", "CHECKREIN_EVENT_LOOP": "ASYNCIO"}
+    out = subprocess.run([sys.executable, "-m", "checkrein", "serve", "--config", str(cfg), "--transport", "http",
+                          "--port", "0"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "CHECKREIN_HTTP_PARSER='h2'" in out.stderr and "h11, httptools" in out.stderr
+    assert "CHECKREIN_EVENT_LOOP" not in out.stderr

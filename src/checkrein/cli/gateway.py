@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from checkrein._switches import switch_problems
 from checkrein.audit.record import LifecycleRecord
 from checkrein.catalog import PinPlan, plan_json, plan_pin, read_lock, render_plan, write_lock
 from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
@@ -349,6 +350,11 @@ def serve(
     """
     if ui and transport is not Transport.http:
         _err("checkrein: --ui needs --transport http (or run `checkrein ui --config FILE` beside a stdio gateway)")
+        raise typer.Exit(2)
+    problems = switch_problems()
+    for problem in problems:
+        _err(f"checkrein: {problem}")
+    if problems:
         raise typer.Exit(2)
     cfg = _load(config, transport)
     _logging(log_level)
