@@ -19,11 +19,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from detection import default_corpora
+
 from checkrein.policy.injection import scan_injection
 
-DEFAULT = Path(
-    os.environ.get("CHECKREIN_CORPORA", Path(__file__).resolve().parents[2] / "shared" / "corpora")
-)
+DEFAULT = Path(os.environ.get("CHECKREIN_CORPORA") or default_corpora()[0] or Path("../shared/corpora"))
+"""$CHECKREIN_CORPORA, else ``shared/corpora`` beside this checkout or, in a git worktree, beside
+the main checkout (as benchmarks/detection.py looks)."""
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CORPORA = Path(os.environ.get("CHECKREIN_CORPORA", REPO.parent / "shared" / "corpora"))
 
 
 @pytest.fixture
