@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["SWITCHES", "switch_problems"]
+__all__ = ["SWITCHES", "switch", "switch_problems"]
 
 SWITCHES: dict[str, tuple[str, ...]] = {
     "CHECKREIN_FAST_PATH": ("on", "off"),
@@ -16,6 +16,15 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 }
 """Each switch and the values it takes (case and surrounding blanks ignored; unset or empty is the
 default, the first value)."""
+
+
+def switch(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The value switch ``name`` is set to, normalized (case and surrounding blanks dropped), or its
+    default when it is unset, empty or a value it does not take (`serve` refuses those first). Every
+    reader of a switch calls this, so what `serve` accepts is what the readers do."""
+    values = SWITCHES[name]
+    value = (os.environ if environ is None else environ).get(name, "").strip().lower()
+    return value if value in values else values[0]
 
 
 def switch_problems(environ: Mapping[str, str] | None = None) -> list[str]:

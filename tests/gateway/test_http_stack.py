@@ -88,3 +88,45 @@ def test_serve_refuses_an_unknown_switch_before_starting(tmp_path: Path) -> None
     assert out.returncode == 2, out.stderr
     assert "CHECKREIN_HTTP_PARSER='h2'" in out.stderr and "h11, httptools" in out.stderr
     assert "CHECKREIN_EVENT_LOOP" not in out.stderr
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", " off ", "\toff\n", "Off"])
+def test_every_fast_path_reader_takes_what_serve_accepts(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """A spelling `serve` accepts turns the fast path off in every reader: the upstream's raw
+    HTTP lane and the frontends' checks all go through `switch`, not their own parse."""
+    from checkrein._switches import switch, switch_problems
+    from checkrein.upstream.raw_http import raw_http_enabled
+
+    monkeypatch.setenv("CHECKREIN_FAST_PATH", value)
+    assert switch_problems() == []
+    assert switch("CHECKREIN_FAST_PATH") == "off"
+    assert raw_http_enabled() is False
+
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("CHECKREIN_FAST_PATH", "", "on"), ("CHECKREIN_FAST_PATH", " ON ", "on"), ("CHECKREIN_FAST_PATH", "of", "on"),
+    ("CHECKREIN_EVENT_LOOP", " AsyncIO ", "asyncio"), ("CHECKREIN_EVENT_LOOP", "", "uvloop"),
+    ("CHECKREIN_HTTP_PARSER", " H11", "h11"), ("CHECKREIN_HTTP_PARSER", "h2", "auto"),
+])
+def test_switch_normalizes_or_falls_back_to_the_default(name: str, value: str, expected: str) -> None:
+    """`switch` gives the normalized value, or the default (the first value) for unset, empty or
+    unknown, which `serve` has refused before any reader runs."""
+    from checkrein._switches import switch
+
+    assert switch(name, {name: value}) == expected
+
+
+def test_no_module_reads_a_switch_variable_itself() -> None:
+    """Every switch is read through `switch`, so no module but `_switches` looks the variables up
+    in the environment (a reader with its own parse is how `serve` and a reader came to disagree)."""
+    import re
+
+    import checkrein
+    from checkrein._switches import SWITCHES
+
+    root = Path(checkrein.__file__).parent
+    lookup = re.compile(r"environ(?:\.get\(|\[)\s*[\"']({})[\"']".format("|".join(SWITCHES)))
+    readers = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
+                     if p.name != "_switches.py" and lookup.search(p.read_text()))
+    assert readers == []

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from checkrein._switches import switch_problems
+from checkrein._switches import switch, switch_problems
 from checkrein.audit.record import LifecycleRecord
 from checkrein.catalog import PinPlan, plan_json, plan_pin, read_lock, render_plan, write_lock
 from checkrein.config import CREDENTIALS, LAUNCH, Config, load_config
@@ -57,8 +57,7 @@ def event_loop_options() -> dict[str, Any]:
     """anyio's asyncio backend options for `serve`: uvloop where it is installed (the default
     dependency on Linux and macOS; it cut the gateway's CPU per relayed call, docs/performance.md),
     the stdlib loop with ``CHECKREIN_EVENT_LOOP=asyncio`` or where uvloop is missing."""
-    choice = os.environ.get("CHECKREIN_EVENT_LOOP", "").strip().lower()
-    if choice == "asyncio":
+    if switch("CHECKREIN_EVENT_LOOP") == "asyncio":
         return {"use_uvloop": False}
     try:
         import uvloop  # noqa: F401

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import signal
 import socket
 import threading
@@ -36,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from checkrein._switches import switch
 from checkrein.gate.grants import identity_key
 from checkrein.gate.metering import stats_view
 from checkrein.gate.pipeline import Gate
@@ -186,7 +186,7 @@ def build_http_app(
         )
         owners = None  # the fleet's session manager checks every request's owner against the shared record
         manager = fleet
-    if os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off":
+    if switch("CHECKREIN_FAST_PATH") == "on":
         from .http_lean import HttpLane
 
         answer_json_when_possible(manager, partial(HttpLane, front, front.calls))
@@ -250,8 +250,7 @@ async def serve_http(
 def http_parser() -> str:
     """uvicorn's HTTP/1.1 parser: ``auto`` (httptools where installed, the default dependency on
     Linux and macOS, else h11), or ``CHECKREIN_HTTP_PARSER=h11`` / ``httptools``."""
-    choice = os.environ.get("CHECKREIN_HTTP_PARSER", "").strip().lower()
-    return choice if choice in ("h11", "httptools") else "auto"
+    return switch("CHECKREIN_HTTP_PARSER")
 
 
 class QuietServer(uvicorn.Server):

@@ -14,7 +14,6 @@ of them reaches the server, and the gateway keeps serving.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
@@ -27,6 +26,7 @@ import pydantic_core
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from checkrein._switches import switch
 from checkrein.gate.pipeline import Gate
 
 from .context import CallFactory
@@ -176,7 +176,7 @@ async def serve_stdio(
     until the client closes it. ``lean`` (default: on unless ``CHECKREIN_FAST_PATH=off``) serves
     plain tools/calls in the lean lane."""
     if lean is None:
-        lean = os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off"
+        lean = switch("CHECKREIN_FAST_PATH") == "on"
     front = GatewayServer(gate, CallFactory.for_stdio())
     try:
         async with open_stdio_wire(read_fd, write_fd) as wire:

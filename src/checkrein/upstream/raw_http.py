@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +48,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, jsonrp
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from checkrein._switches import switch
 from checkrein.upstream.http_post import DirectPost, post_within_origin, read_events
 from checkrein.upstream.raw import ProgressFn, dumps, relay_log
 
@@ -73,7 +73,7 @@ Inbound = Callable[[SessionMessage | Exception], Awaitable[None]]
 
 def raw_http_enabled() -> bool:
     """On unless ``CHECKREIN_FAST_PATH=off`` (then every request takes the SDK's path)."""
-    return os.environ.get("CHECKREIN_FAST_PATH", "").lower() != "off"
+    return switch("CHECKREIN_FAST_PATH") == "on"
 
 
 @dataclass(slots=True)
