@@ -1,7 +1,7 @@
 """Development script: the injection detector's recall and false positives on the local corpus.
 
 Reads `injection/bipia_train.jsonl` (injected and clean e-mails and tables) and
-`injection/benign_emails.jsonl` from the corpus folder (default `../shared/corpora`, or
+`injection/benign_emails.jsonl` from the corpus folder (default `shared/corpora` beside the checkout, or
 `$CHECKREIN_CORPORA`), and prints recall per BIPIA attack category and the false-positive rate per
 benign set, with throughput. Development numbers only: the held-out split is not here.
 
@@ -23,9 +23,11 @@ from detection import default_corpora
 
 from checkrein.policy.injection import scan_injection
 
-DEFAULT = Path(os.environ.get("CHECKREIN_CORPORA") or default_corpora()[0] or Path("../shared/corpora"))
+_FOUND, _LOOKED = default_corpora()
+DEFAULT = Path(os.environ.get("CHECKREIN_CORPORA") or _FOUND or _LOOKED[0])
 """$CHECKREIN_CORPORA, else ``shared/corpora`` beside this checkout or, in a git worktree, beside
-the main checkout (as benchmarks/detection.py looks)."""
+the main checkout (as benchmarks/detection.py looks); when none holds the corpora, the first place
+looked, not a path relative to the working directory."""
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
