@@ -20,10 +20,20 @@ cookie is stored in the jar as the client would store it, and from then on the c
 is taken). Anything else takes ``client.stream``, unchanged. A redirect answer is handled as
 ``mcp.shared._httpx_utils.stream_within_origin`` handles it: followed by the client only while it
 stays within the origin, otherwise handed back unfollowed.
+
+For an ``http://`` URL whose pool would open a plain TCP connection and speak HTTP/1.1 (no Unix
+socket, local address, socket options, connect retries or custom network backend), the POST does
+not go to the ``httpcore2`` pool but to `checkrein.upstream.http1`'s, with the pool's limits: the
+same head bytes (the template above), the same response object, the same exceptions, about a
+fifth of the client's CPU per POST (`benchmarks/http_client.py`). It keeps its own connections, so
+`DirectPost.close` closes them when the connection ends; the client's pool still carries the SDK
+path's requests.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,8 +41,14 @@ from typing import Any
 
 import httpcore2
 import httpx2
+from httpcore2._backends.auto import AutoBackend
 from httpx2._transports.default import AsyncResponseStream, map_httpcore_exceptions
 from mcp.shared._httpx_utils import next_request_within_origin, stream_within_origin
+
+try:
+    from checkrein.upstream.http1 import Http1Pool, RequestHead
+except ImportError:  # no httptools (it is a dependency on CPython off Windows only): httpcore2 for all
+    Http1Pool = RequestHead = None  # type: ignore[assignment, misc]
 
 __all__ = ["DirectPost", "Event", "post_within_origin", "read_events"]
 
@@ -40,15 +56,16 @@ __all__ = ["DirectPost", "Event", "post_within_origin", "read_events"]
 class DirectPost:
     """POSTs to one URL through one client's pool (see the module docstring for when it applies)."""
 
-    __slots__ = ("_client", "_extensions", "_key", "_pool", "_request", "_split", "_target", "_url")
+    __slots__ = ("_client", "_extensions", "_h1", "_head", "_key", "_pool", "_request", "_split", "_target", "_url")
 
-    def __init__(self, client: httpx2.AsyncClient, url: str, pool: httpcore2.AsyncConnectionPool) -> None:
-        self._client, self._url, self._pool = client, url, pool
+    def __init__(self, client: httpx2.AsyncClient, url: str, pool: httpcore2.AsyncConnectionPool, h1: Http1Pool | None = None) -> None:
+        self._client, self._url, self._pool, self._h1 = client, url, pool, h1
         parsed = httpx2.URL(url)
         self._target = httpcore2.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path)
         self._extensions: dict[str, Any] = {}
         self._key: tuple[tuple[str, str], ...] | None = None
         self._split: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]] = ([], [])
+        self._head: RequestHead | None = None
         self._request: httpx2.Request | None = None
 
     @classmethod
@@ -73,7 +90,17 @@ class DirectPost:
         pool = getattr(transport, "_pool", None)
         if type(pool) is not httpcore2.AsyncConnectionPool:
             return None  # a proxy pool (a subclass) or something else
-        return cls(client, url, pool)
+        return cls(client, url, pool, _plain_pool(pool, parsed))
+
+    @property
+    def plain(self) -> bool:
+        """Whether POSTs go through `checkrein.upstream.http1` (tests and counters)."""
+        return self._h1 is not None
+
+    def close(self) -> None:
+        """Close this POST's own connections (the client's pool is the client's to close)."""
+        if self._h1 is not None:
+            self._h1.close()
 
     def ready(self) -> bool:
         """Whether the next POST may go this way (the client holds no cookies)."""
@@ -89,6 +116,8 @@ class DirectPost:
             self._split = (raw[:at], raw[at + 1 :])
             self._extensions = dict(request.extensions)
             self._key, self._request = key, request
+            if self._h1 is not None:
+                self._head = RequestHead(b"POST", self._target.target, *self._split)
         return self._split
 
     async def send(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
@@ -97,33 +126,75 @@ class DirectPost:
         a redirect or a cookie needs it). Raises ``httpx2.TransportError``
         as the client does."""
         head, tail = self._template(headers)
-        request = httpcore2.Request(
-            b"POST",
-            self._target,
-            headers=[*head, (b"Content-Length", str(len(body)).encode()), *tail],
-            content=body,
-            extensions=dict(self._extensions),
-        )
-        with map_httpcore_exceptions():
-            answer = await self._pool.handle_async_request(request)
-        response = httpx2.Response(
-            status_code=answer.status,
-            headers=answer.headers,
-            stream=AsyncResponseStream(answer.stream),  # type: ignore[arg-type]  # httpcore2's stream is async-iterable
-            extensions=answer.extensions,
-        )
+        if self._h1 is not None and self._head is not None:
+            status, reason, fields, stream = await self._h1.request(self._head.render(body), self._extensions)
+            response = httpx2.Response(
+                status_code=status, headers=fields, stream=stream, extensions={"http_version": stream.http_version, "reason_phrase": reason}
+            )
+        else:
+            request = httpcore2.Request(
+                b"POST",
+                self._target,
+                headers=[*head, (b"Content-Length", str(len(body)).encode()), *tail],
+                content=body,
+                extensions=dict(self._extensions),
+            )
+            with map_httpcore_exceptions():
+                answer = await self._pool.handle_async_request(request)
+            response = httpx2.Response(
+                status_code=answer.status,
+                headers=answer.headers,
+                stream=AsyncResponseStream(answer.stream),  # type: ignore[arg-type]  # httpcore2's stream is async-iterable
+                extensions=answer.extensions,
+            )
         assert self._request is not None  # set by _template
         response.request = self._request
         if response.has_redirect_location or "set-cookie" in response.headers:
-            sent = self._client.build_request("POST", self._url, content=body, headers=headers)
-            response.request = sent
-            self._client.cookies.extract_cookies(response)
-            if response.has_redirect_location:
-                try:
-                    response.next_request = self._client._build_redirect_request(sent, response)
-                except httpx2.RemoteProtocolError:
-                    pass  # as the client: a malformed Location is not followed
+            try:
+                sent = self._client.build_request("POST", self._url, content=body, headers=headers)
+                response.request = sent
+                self._client.cookies.extract_cookies(response)
+                if response.has_redirect_location:
+                    try:
+                        response.next_request = self._client._build_redirect_request(sent, response)
+                    except httpx2.RemoteProtocolError:
+                        pass  # as the client: a malformed Location is not followed
+            except BaseException:
+                await response.aclose()  # its connection (and pool slot) is not left to the collector
+                raise
         return response
+
+
+def _plain_pool(pool: httpcore2.AsyncConnectionPool, url: httpx2.URL) -> Http1Pool | None:
+    """An `Http1Pool` with ``pool``'s limits for an ``http://`` URL, when ``pool`` would open a plain
+    TCP connection and speak HTTP/1.1 on it (no Unix socket, local address, socket options,
+    connect retries or custom network backend), httptools is there, and an asyncio loop (asyncio's
+    own or uvloop) is running."""
+    if url.scheme != "http" or Http1Pool is None:
+        return None
+    try:
+        asyncio.get_running_loop()
+        plain = (
+            pool._http1
+            and pool._uds is None
+            and pool._local_address is None
+            and pool._socket_options is None
+            and not pool._retries
+            and type(pool._network_backend) is AutoBackend
+        )
+        limits = (pool._max_connections, pool._max_keepalive_connections, pool._keepalive_expiry)
+    except (AttributeError, RuntimeError):  # httpcore2's private fields changed, or no asyncio loop
+        return None
+    if not plain:
+        return None
+    max_connections, max_keepalive, expiry = limits
+    return Http1Pool(
+        url.raw_host.decode("ascii"),
+        url.port or 80,
+        max_connections=max_connections if max_connections < sys.maxsize else None,
+        max_keepalive=max_keepalive if max_keepalive < sys.maxsize else None,
+        keepalive_expiry=expiry,
+    )
 
 
 @asynccontextmanager

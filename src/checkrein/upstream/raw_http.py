@@ -121,8 +121,17 @@ class RawHttpRequests:
         (its session id), where the server's other messages go, and how to end the connection.
         ``own_hooks`` are the client's response hooks that serve the SDK's path only (this lane's
         POSTs may skip them, `checkrein.upstream.http_post`)."""
+        self.unbind()
         self._client, self._transport, self._inbound, self._fail = client, transport, inbound, fail
-        self._own_hooks, self._direct, self._direct_url = own_hooks, None, None
+        self._own_hooks = own_hooks
+
+    def unbind(self) -> None:
+        """The connection is over: no request takes this lane until the next `bind`, and the direct
+        POST's own connections are closed (`DirectPost.close`)."""
+        if self._direct is not None:
+            self._direct.close()
+        self._direct, self._direct_url = None, None
+        self._client, self._transport = None, None
 
     def ready(self, protocol_version: str | None) -> bool:
         """Whether a request of a session in ``protocol_version`` may take this lane now."""
@@ -181,6 +190,8 @@ class RawHttpRequests:
         self, client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str], rid: int, on_progress: ProgressFn | None
     ) -> dict[str, Any]:
         if self._direct_url != url:  # once per connection (the endpoint does not change)
+            if self._direct is not None:
+                self._direct.close()
             self._direct, self._direct_url = DirectPost.usable(client, url, self._own_hooks), url
         try:
             async with post_within_origin(self._direct, client, url, body, headers) as response:
@@ -212,7 +223,8 @@ class RawHttpRequests:
         while outcome is None and stream.last_id is not None and failures < _MAX_RESUMES:
             await anyio.sleep((stream.retry_ms if stream.retry_ms is not None else _RESUME_DELAY_MS) / 1000)
             transport, client = self._transport, self._client
-            assert transport is not None and client is not None
+            if transport is None or client is None:
+                break  # the connection ended meanwhile (`unbind`)
             headers = {"last-event-id": stream.last_id, **transport._prepare_headers()}
             before = stream.events
             try:

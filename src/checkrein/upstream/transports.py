@@ -107,6 +107,8 @@ async def _sdk_streamable_http(
         try:
             yield read_stream, write_stream
         finally:
+            if raw is not None:
+                raw.unbind()
             if transport.session_id:
                 await transport.terminate_session(client)
             tg.cancel_scope.cancel()
