@@ -41,14 +41,16 @@ from typing import Any
 
 import httpcore2
 import httpx2
-from httpcore2._backends.auto import AutoBackend
 from httpx2._transports.default import AsyncResponseStream, map_httpcore_exceptions
 from mcp.shared._httpx_utils import next_request_within_origin, stream_within_origin
 
 try:
+    from httpcore2._backends.auto import AutoBackend
+
     from checkrein.upstream.http1 import Http1Pool, RequestHead
-except ImportError:  # no httptools (it is a dependency on CPython off Windows only): httpcore2 for all
-    Http1Pool = RequestHead = None  # type: ignore[assignment, misc]
+except ImportError:  # no httptools (a dependency on CPython off Windows only), or httpcore2 moved its
+    # default backend (a private name): httpcore2 for every POST, as before checkrein.upstream.http1
+    Http1Pool = RequestHead = AutoBackend = None  # type: ignore[assignment, misc]
 
 __all__ = ["DirectPost", "Event", "post_within_origin", "read_events"]
 
