@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from checkrein.audit.redact import MASK, Redactor
 from checkrein.audit.secrets import find_builtin_secrets
@@ -138,3 +139,58 @@ def test_fits_whole_trusts_a_scanned_value_but_not_its_long_keys() -> None:
     long_key = {"CUSTOM-abcdefghijklm": 1}
     doc = json.dumps(long_key, separators=(",", ":")).encode()
     assert not r.fits_whole(doc, long_key, scanned=True)
+
+
+class _CountingFinder:
+    """Flags every occurrence of ``SEKRET`` (a kind the built-in set does not know) and counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, text: str) -> list[Any]:
+        from checkrein.audit.secrets import BuiltinSpan
+
+        self.calls += 1
+        at = text.find("SEKRET")
+        return [] if at < 0 else [BuiltinSpan(at, at + 6, "custom")]
+
+
+def test_mask_text_asks_the_finder_once_for_a_repeated_clean_text() -> None:
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    reason = "files__read matches allow rule 'files__*'"
+    assert [r.mask_text(reason) for _ in range(5)] == [(reason, False)] * 5
+    assert finder.calls == 1
+
+
+def test_mask_text_masks_a_repeated_secret_every_time() -> None:
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    for n in range(1, 4):
+        text, hit = r.mask_text("argument holds SEKRET here")
+        assert hit and "SEKRET" not in text and text == "argument holds [REDACTED:custom] here"
+        assert finder.calls == n  # a masked text is never remembered
+
+
+def test_mask_text_keeps_builtin_only_verdicts_apart_from_the_finders() -> None:
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    text = "the value SEKRET is not a built-in kind"
+    assert r.mask_text(text, builtin_only=True) == (text, False)  # the built-in set finds nothing
+    masked, hit = r.mask_text(text)  # the injected finder still runs, and finds it
+    assert hit and "SEKRET" not in masked
+
+
+def test_mask_text_memory_of_clean_texts_is_bounded_and_skips_long_texts() -> None:
+    from checkrein.audit import redact
+
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    for i in range(redact._CLEAN_CACHE + 10):
+        r.mask_text(f"reason number {i} for rule 'x'")
+    assert 0 < len(r._clean[0]) <= redact._CLEAN_CACHE
+    long = "word " * 100  # over _CLEAN_MAX_CHARS
+    calls = finder.calls
+    r.mask_text(long)
+    r.mask_text(long)
+    assert finder.calls == calls + 2

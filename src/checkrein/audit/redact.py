@@ -43,6 +43,11 @@ _CONTAINERS = (dict, list, tuple)
 _MIN_SECRET = 6
 # Keys at least this long are run through the finder (and masked where it hits) in previews.
 _LONG_KEY = 16
+# `mask_text` remembers up to this many texts of at most `_CLEAN_MAX_CHARS` in which it found
+# nothing (a decision's reason, an argument value: agents and rules repeat them), so a repeat
+# costs a dict lookup instead of the finder. Texts it masked are never kept.
+_CLEAN_CACHE = 2048
+_CLEAN_MAX_CHARS = 256
 
 
 def escape_pointer(token: str) -> str:
@@ -78,6 +83,8 @@ class Redactor:
         self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
         self._key_cache: dict[str, bool] = {}
         self._keyset_cache: dict[tuple[Any, ...], int] = {}
+        self._clean: tuple[dict[str, None], dict[str, None]] = ({}, {})
+        """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self.finder_failures = 0
 
     def is_sensitive_key(self, key: str) -> bool:
@@ -206,6 +213,9 @@ class Redactor:
         patterns without the injected finder (for text that finder has already read)."""
         if len(text) < _MIN_SECRET:
             return text, False
+        clean = self._clean[1 if builtin_only else 0]
+        if text in clean:
+            return text, False
         if len(text) > self._max_chars + _SCAN_SLACK:
             text = text[: self._max_chars + _SCAN_SLACK]
         try:
@@ -216,6 +226,10 @@ class Redactor:
             self.finder_failures += 1
             return "[REDACTED:finder_error]", True
         if not spans:
+            if len(text) <= _CLEAN_MAX_CHARS:
+                if len(clean) >= _CLEAN_CACHE:
+                    clean.clear()  # bounded; a burst of new texts just rescans
+                clean[text] = None
             return text, False
         out: list[str] = []
         pos = 0
