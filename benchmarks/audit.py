@@ -80,7 +80,9 @@ def make_records(n: int, *, scanned: bool = True) -> list[CallRecord]:
             identity={"user": "alice", "roles": ["dev"], "source": "stdio", "client": "claude-code"},
             model="model-x", server="files", tool="read_file", exposed_name="files__read_file",
             tool_digest="sha256:" + "ab" * 32, arguments=args,
-            decision={"effect": "allow", "rule_id": "default-allow", "reasons": [], "risk": "low", "approval": None},
+            # the reason the policy gives for every allowed call (the gate always passes one)
+            decision={"effect": "allow", "rule_id": "default-allow", "reasons": ["files__read_file matches allow rule 'files__*'"],
+                      "risk": "low", "approval": None},
             outcome="ok", error_code=None, duration_ms=1.25,
             result={"content": [{"type": "text", "text": text}], "isError": False},
             **({"redactions": (view := policy_view(args))[0], "args_scanned": view[1]} if scanned else {}),

@@ -293,7 +293,7 @@ def stdio_targets(directory: Path, env: dict[str, str], args: argparse.Namespace
         config = gateway_config(directory / "stdio" / name, upstream, **options)
         targets.append(stdio_target(name, "echo__echo", [sys.executable, "-m", "checkrein", "serve", "--config", str(config)], {**env, **extra}))
     if args.baseline_src:
-        config = gateway_config(directory / "stdio" / "base", upstream)
+        config = gateway_config(directory / "stdio" / "base", upstream, audit=args.baseline_audit)
         base_env = {**env, "PYTHONPATH": os.path.abspath(args.baseline_src)}
         argv = [sys.executable, "-m", "checkrein", "serve", "--config", str(config)]
         targets.append(stdio_target("checkrein-base", "echo__echo", argv, base_env))
@@ -341,7 +341,7 @@ async def http_targets(
     upstream = {"transport": "http", "url": echo_url}
     gateways = list(GATEWAYS)
     if args.baseline_src:
-        gateways.append(("checkrein-base", {}, {"PYTHONPATH": os.path.abspath(args.baseline_src)}))
+        gateways.append(("checkrein-base", {"audit": args.baseline_audit}, {"PYTHONPATH": os.path.abspath(args.baseline_src)}))
     for name, options, extra in gateways:
         config = gateway_config(directory / "http" / name, upstream, **options)
         port = free_port()
@@ -458,6 +458,8 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--only", help="comma-separated targets to run besides direct")
     parser.add_argument("--baseline-src", help="also run checkrein from this source tree's src/ (a before/after comparison)")
+    parser.add_argument("--baseline-audit", action="store_true",
+                        help="run checkrein-base with an audit dir (compare it with checkrein-audit)")
     parser.add_argument("--echo-stack", choices=["plain", "auto"], default="plain",
                         help="the HTTP echo server's uvicorn loop and parser: asyncio+h11, or uvicorn's pick")
     parser.add_argument("--json", help="write the rows as JSON to this file")
