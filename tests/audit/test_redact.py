@@ -194,3 +194,35 @@ def test_mask_text_memory_of_clean_texts_is_bounded_and_skips_long_texts() -> No
     r.mask_text(long)
     r.mask_text(long)
     assert finder.calls == calls + 2
+
+
+def test_fits_whole_remembers_a_document_that_fits_but_never_one_that_does_not() -> None:
+    from checkrein.canonical import canonical_json
+
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    clean = {"path": "/srv/data/report.csv", "limit": 10}
+    doc = canonical_json(clean)
+    assert [r.fits_whole(doc, clean) for _ in range(3)] == [True] * 3
+    assert finder.calls == 1
+    dirty = {"path": "/srv/SEKRET/report.csv"}
+    dirty_doc = canonical_json(dirty)
+    assert [r.fits_whole(dirty_doc, dirty) for _ in range(3)] == [False] * 3
+    assert finder.calls == 4  # asked every time: a "no" is not kept
+    preview, pointers = r.preview(dirty, "/args_preview")
+    assert "SEKRET" not in json.dumps(preview) and pointers == ["/args_preview/path"]
+
+
+def test_fits_whole_keeps_scanned_verdicts_apart_from_unscanned_ones() -> None:
+    from checkrein.canonical import canonical_json
+
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder)
+    value = {"note": "carries SEKRET inside"}
+    doc = canonical_json(value)
+    # The policy's analyzer read it and (the caller checked) masked nothing: only the built-in set is asked.
+    assert r.fits_whole(doc, value, scanned=True)
+    assert finder.calls == 0
+    # Not read by the policy (a result): the injected finder runs and the remembered "yes" does not apply.
+    assert not r.fits_whole(doc, value)
+    assert finder.calls == 1

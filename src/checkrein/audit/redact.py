@@ -84,6 +84,8 @@ class Redactor:
         self._key_cache: dict[str, bool] = {}
         self._keyset_cache: dict[tuple[Any, ...], int] = {}
         self._clean: tuple[dict[str, None], dict[str, None]] = ({}, {})
+        self._fits: tuple[dict[bytes, None], dict[bytes, None]] = ({}, {})
+        """Canonical documents `fits_whole` said yes to: not scanned by the policy, and scanned."""
         """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self.finder_failures = 0
 
@@ -111,6 +113,20 @@ class Redactor:
         return "\\u" in text or builtin_may_match(text)
 
     def fits_whole(self, document: bytes, value: Any, *, scanned: bool = False) -> bool:
+        """`_fits_whole`, remembered: a document found to fit (the same arguments or result as an
+        earlier call: the canonical JSON determines the value) is not walked or scanned again.
+        Up to `_CLEAN_CACHE` documents; a "no" is never kept."""
+        fits = self._fits[1 if scanned else 0]
+        if document in fits:
+            return True
+        if not self._fits_whole(document, value, scanned=scanned):
+            return False
+        if len(fits) >= _CLEAN_CACHE:
+            fits.clear()
+        fits[document] = None
+        return True
+
+    def _fits_whole(self, document: bytes, value: Any, *, scanned: bool = False) -> bool:
         """True when ``value``, whose canonical JSON is ``document``, provably needs no masking and
         no cutting, so ``document`` itself can be stored as its preview: small enough to keep
         whole, no JSON carried in a string, no ``\\u`` escapes, nothing a finder could match, and
