@@ -226,3 +226,16 @@ def test_fits_whole_keeps_scanned_verdicts_apart_from_unscanned_ones() -> None:
     # Not read by the policy (a result): the injected finder runs and the remembered "yes" does not apply.
     assert not r.fits_whole(doc, value)
     assert finder.calls == 1
+
+
+def test_fits_whole_does_not_remember_large_documents() -> None:
+    from checkrein.audit import redact
+    from checkrein.canonical import canonical_json
+
+    finder = _CountingFinder()
+    r = Redactor(secret_finder=finder, max_chars=8192)
+    value = {"text": "plain words " * 300}
+    doc = canonical_json(value)
+    assert redact._FITS_MAX_BYTES < len(doc) <= 8192
+    assert r.fits_whole(doc, value) and r.fits_whole(doc, value)
+    assert finder.calls == 2 and not r._fits[0]

@@ -48,6 +48,9 @@ _LONG_KEY = 16
 # costs a dict lookup instead of the finder. Texts it masked are never kept.
 _CLEAN_CACHE = 2048
 _CLEAN_MAX_CHARS = 256
+# `fits_whole` remembers documents of at most this many bytes (`preview_chars` may be up to 64 KiB:
+# the memory stays bounded by 2 x 2,048 x 2 KiB whatever it is set to).
+_FITS_MAX_BYTES = 2048
 
 
 def escape_pointer(token: str) -> str:
@@ -115,12 +118,14 @@ class Redactor:
     def fits_whole(self, document: bytes, value: Any, *, scanned: bool = False) -> bool:
         """`_fits_whole`, remembered: a document found to fit (the same arguments or result as an
         earlier call: the canonical JSON determines the value) is not walked or scanned again.
-        Up to `_CLEAN_CACHE` documents; a "no" is never kept."""
+        Up to `_CLEAN_CACHE` documents of at most `_FITS_MAX_BYTES`; a "no" is never kept."""
         fits = self._fits[1 if scanned else 0]
         if document in fits:
             return True
         if not self._fits_whole(document, value, scanned=scanned):
             return False
+        if len(document) > _FITS_MAX_BYTES:
+            return True
         if len(fits) >= _CLEAN_CACHE:
             fits.clear()
         fits[document] = None
