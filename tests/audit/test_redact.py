@@ -239,3 +239,17 @@ def test_fits_whole_does_not_remember_large_documents() -> None:
     assert redact._FITS_MAX_BYTES < len(doc) <= 8192
     assert r.fits_whole(doc, value) and r.fits_whole(doc, value)
     assert finder.calls == 2 and not r._fits[0]
+
+
+def test_a_remembered_document_answers_only_for_the_value_it_parses_back_to() -> None:
+    from checkrein.canonical import canonical_json
+
+    # `{None: x}` encodes as `{"null": x}`: a key the redact list names only in its own spelling.
+    r = Redactor(extra_keys=["none"])
+    plain, sensitive = {"null": "hunter2"}, {None: "hunter2"}
+    doc = canonical_json(plain)
+    assert canonical_json(sensitive) == doc
+    assert r.fits_whole(doc, plain)
+    assert not r.fits_whole(doc, sensitive)  # a non-string key never fits whole
+    preview, pointers = r.preview(sensitive, "/args_preview")
+    assert "hunter2" not in json.dumps(preview) and pointers == ["/args_preview/None"]

@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from .secrets import SecretFinder, SecretLike, builtin_may_match, find_builtin_secrets
 
 __all__ = ["MASK", "Redactor", "escape_pointer"]
@@ -87,9 +89,9 @@ class Redactor:
         self._key_cache: dict[str, bool] = {}
         self._keyset_cache: dict[tuple[Any, ...], int] = {}
         self._clean: tuple[dict[str, None], dict[str, None]] = ({}, {})
+        """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self._fits: tuple[dict[bytes, None], dict[bytes, None]] = ({}, {})
         """Canonical documents `fits_whole` said yes to: not scanned by the policy, and scanned."""
-        """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self.finder_failures = 0
 
     def is_sensitive_key(self, key: str) -> bool:
@@ -117,10 +119,13 @@ class Redactor:
 
     def fits_whole(self, document: bytes, value: Any, *, scanned: bool = False) -> bool:
         """`_fits_whole`, remembered: a document found to fit (the same arguments or result as an
-        earlier call: the canonical JSON determines the value) is not walked or scanned again.
+        earlier call, parsing back to an equal value) is not walked or scanned again.
         Up to `_CLEAN_CACHE` documents of at most `_FITS_MAX_BYTES`; a "no" is never kept."""
         fits = self._fits[1 if scanned else 0]
-        if document in fits:
+        # The document names the value only up to key types: `{None: x}` and `{"null": x}` (or
+        # `{True: x}` and `{"true": x}`) encode alike but are masked differently. So a remembered
+        # document answers only for the value it parses back to.
+        if document in fits and orjson.loads(document) == value:
             return True
         if not self._fits_whole(document, value, scanned=scanned):
             return False
