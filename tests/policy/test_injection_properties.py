@@ -171,6 +171,23 @@ def test_the_word_finder_finds_exactly_the_words_that_occur(parts: list[str], jo
     assert NEEDLES.candidates(text, text) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(max_size=12), st.sampled_from(_needle_words())), max_size=8),
+    st.lists(st.one_of(st.text(max_size=12), st.sampled_from(_needle_words())), max_size=8),
+)
+def test_candidates_are_the_phrases_with_a_needle_in_their_own_view(text_parts: list[str], folded_parts: list[str]) -> None:
+    """`NeedleIndex.candidates` (found through the needles present) is the phrases, in order, whose
+    needles occur in their view, when the two views differ."""
+    from checkrein.policy.injection.phrases import NEEDLES
+
+    text, folded = " ".join(text_parts), " ".join(folded_parts)
+    expected = [
+        p for p in NEEDLES.phrases if any(n in (folded if p.view == "folded" else text) for n in p.needles)
+    ]
+    assert NEEDLES.candidates(text, folded) == expected
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list(" \n\t\r\x0b\x0c\x1c\x1f\u00a0\u2003ab.")), max_size=40) | st.text(max_size=40))
 def test_the_whitespace_collapse_shortcut_is_the_two_substitutions(text: str) -> None:
