@@ -253,3 +253,12 @@ def test_a_remembered_document_answers_only_for_the_value_it_parses_back_to() ->
     assert not r.fits_whole(doc, sensitive)  # a non-string key never fits whole
     preview, pointers = r.preview(sensitive, "/args_preview")
     assert "hunter2" not in json.dumps(preview) and pointers == ["/args_preview/None"]
+
+
+def test_a_remembered_document_orjson_cannot_read_is_checked_again_not_raised() -> None:
+    from checkrein.canonical import canonical_json
+
+    value = {"n": 10**400}  # canonical JSON holds it; orjson reads it as an infinite double and refuses
+    doc = canonical_json(value)
+    r = Redactor()
+    assert r.fits_whole(doc, value) and r.fits_whole(doc, value)

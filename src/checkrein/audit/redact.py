@@ -125,7 +125,7 @@ class Redactor:
         # The document names the value only up to key types: `{None: x}` and `{"null": x}` (or
         # `{True: x}` and `{"true": x}`) encode alike but are masked differently. So a remembered
         # document answers only for the value it parses back to.
-        if document in fits and orjson.loads(document) == value:
+        if document in fits and _parses_back(document, value):
             return True
         if not self._fits_whole(document, value, scanned=scanned):
             return False
@@ -378,6 +378,15 @@ class _Walk:
             text = f"{text[:limit]}…[+{len(s) - limit} chars]"
         self._budget -= min(len(text), limit)
         return text
+
+
+def _parses_back(document: bytes, value: Any) -> bool:
+    """Whether ``document`` parses to a value equal to ``value`` (False for one orjson cannot read,
+    such as an integer too large for a double: the caller then checks the value in full)."""
+    try:
+        return bool(orjson.loads(document) == value)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _union(injected: SecretFinder) -> SecretFinder:
