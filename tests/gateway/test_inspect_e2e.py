@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from checkrein.testing.content_server import (
     ERRORS,
     INJECTION_MARK,
+    PROGRESS_MESSAGES,
     PROMPT_FIXTURES,
     RESOURCE_FIXTURES,
     SECRET,
@@ -181,3 +182,28 @@ async def test_upstream_error_messages_and_data_are_inspected_before_the_client_
         assert INJECTION_MARK not in text and SECRET not in text, name
     assert "JSON-RPC error -32602" in text_of(got["secret"]) and "REDACTED" in text_of(got["secret"])
     assert "withheld" in text_of(got["injection"]) and "withheld" in text_of(got["split"])
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_progress_messages_are_masked_or_withheld_and_their_numbers_go_on(gateway: Gateway, mode: str) -> None:
+    """A relayed call's progress message is inspected like a log line: a secret arrives masked, an
+    injection as checkrein's note; the progress numbers and a plain message arrive as they were."""
+    seen: dict[str, list[tuple[float, float | None, str | None]]] = {}
+    with anyio.fail_after(120):
+        async with client(gateway, mode) as c:
+            for payload in PROGRESS_MESSAGES:
+                got = seen.setdefault(payload, [])
+
+                async def progress(p: float, total: float | None, message: str | None, got: Any = got) -> None:
+                    got.append((p, total, message))
+
+                result = await c.call_tool("c__progress", {"payload": payload}, progress_callback=progress)
+                assert not result.is_error and text_of(result) == "done", payload
+    for payload, got in seen.items():
+        assert [(p, t) for p, t, _ in got] == [(1, 2), (2, 2)], (payload, got)
+        assert got[1][2] == "step 2 of 2"
+    assert seen["plain"][0][2] == "step 1 of 2"
+    secret = seen["secret"][0][2] or ""
+    assert SECRET not in secret and "[REDACTED:" in secret and secret.startswith("step 1 of 2"), secret
+    injected = seen["injection"][0][2] or ""
+    assert INJECTION_MARK not in injected and "withheld by checkrein" in injected, injected

@@ -47,6 +47,8 @@ class Counters:
     """Progress, log, resource-updated and list_changed notifications relayed to clients."""
     dropped_notifications: int = 0
     """Notifications from upstreams that had no client to go to (unknown request, client gone)."""
+    withheld_progress_messages: int = 0
+    """Progress notifications whose message was replaced by a note (an injection, or a failed check)."""
     relayed_requests: int = 0
     """Sampling, elicitation and roots requests from upstreams relayed to a client."""
     refused_server_requests: int = 0

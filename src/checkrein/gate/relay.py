@@ -9,6 +9,8 @@ under the same policy, inspection and audit as what clients send.
   result: an injection is refused, secrets are masked. The client's answer goes back with secrets
   masked. Every one is audited (kinds `sampling`, `elicitation`, `roots`) with the client's
   identity; a refusal reaches the upstream as a JSON-RPC error naming the reason.
+- **Progress messages**: the text of a relayed call's progress notification is masked for secrets,
+  and replaced by a note when it carries an injection (the numbers always go on).
 - **Log messages**: masked for secrets and relayed to the attributed client with the server's name
   as ``logger``; withheld when they carry an injection; dropped (and counted) when nobody can be
   told apart as their client.
@@ -210,6 +212,22 @@ class GateRelay:
             log.debug("relaying a log message of %r failed: %s", server, exc)
             return
         self.counters.relayed_notifications += 1
+
+    async def progress_message(self, server: str, message: str, target: Downstream) -> str:
+        """A progress notification's message, masked for secrets; withheld (a note instead) when it
+        carries an injection, or when it cannot be checked (fail closed: the numbers still go)."""
+        try:
+            text = self._redact(message)
+            if self._inspector is not None:
+                seen = self._inspector.inspect(_call_of(target, server, "progress", {}), ResultView.of_texts(text))
+                if seen.action != "deliver" or "injection" in seen.flags:
+                    self.counters.withheld_progress_messages += 1
+                    return f"[a progress message of {server!r} was withheld by checkrein: prompt injection signals]"
+        except Exception:  # fail closed: text that could not be checked is not shown
+            self.counters.withheld_progress_messages += 1
+            log.exception("checking a progress message of %r failed", server)
+            return f"[a progress message of {server!r} was withheld by checkrein: it could not be checked]"
+        return text
 
     async def resource_updated(self, server: str, uri: str) -> None:
         if self._state is None:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -39,7 +40,14 @@ from checkrein.upstream.base import ToolsChanged, UpstreamInfo, UpstreamState
 from checkrein.upstream.listings import ServerListings, listen_for_changes
 from checkrein.upstream.raw import RawRequests
 from checkrein.upstream.raw_http import RawHttpRequests, raw_http_enabled
-from checkrein.upstream.relay import CURRENT_DOWNSTREAM, InFlight, RelayHooks, SessionCallbacks, no_downstream
+from checkrein.upstream.relay import (
+    CURRENT_DOWNSTREAM,
+    Downstream,
+    InFlight,
+    RelayHooks,
+    SessionCallbacks,
+    no_downstream,
+)
 from checkrein.upstream.session import Era, ModernOnlyServer, UpstreamSession, handshake
 from checkrein.upstream.spawn import EarlyProcesses
 from checkrein.upstream.transports import open_transport
@@ -279,7 +287,9 @@ class McpUpstream:
         ``call_tool`` does."""
         downstream = CURRENT_DOWNSTREAM.get()
         meta = downstream.upstream_meta if downstream is not None else None
-        on_progress = downstream.progress if downstream is not None and downstream.progress_token is not None else None
+        on_progress = None
+        if downstream is not None and downstream.progress_token is not None:
+            on_progress = downstream.progress if self._relay is None else partial(self._progress, downstream)
         result = await self._forward(
             f"tool {name!r}",
             timeout_s,
@@ -288,6 +298,14 @@ class McpUpstream:
         )
         self._failures = 0
         return strip_identifying_json_meta(result)
+
+    async def _progress(self, downstream: Downstream, progress: float, total: float | None, message: str | None) -> None:
+        """A progress notification of a relayed call: its message text goes to the client only as
+        the relay lets it (secrets masked, an injection withheld), like a log message."""
+        assert self._relay is not None
+        if message is not None:
+            message = await self._relay.progress_message(self.name, message, downstream)
+        await downstream.progress(progress, total, message)
 
     async def read_resource(self, uri: str, *, timeout_s: float) -> types.ReadResourceResult:
         result = await self._forward(f"resource {uri!r}", timeout_s, lambda session: session.read_resource(uri))

@@ -1,0 +1,56 @@
+"""`GateRelay.progress_message` in-process: what it hands on, and that it fails closed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checkrein.config import parse_config
+from checkrein.gate.counters import Counters
+from checkrein.gate.relay import GateRelay
+from checkrein.policy.inspect import DefaultInspector
+from checkrein.testing.content_server import INJECTION, INJECTION_MARK, SECRET
+
+pytestmark = pytest.mark.anyio
+
+
+class _Target:
+    """A `Downstream` that no call can be attributed to (what the relay may ask of it)."""
+
+    progress_token = "p"
+    upstream_meta: dict[str, Any] = {}
+
+    def call(self) -> Any:
+        return None
+
+
+class _Breaks:
+    def inspect(self, call: Any, view: Any) -> Any:
+        raise RuntimeError("inspector bug")
+
+
+def _relay(inspector: Any) -> GateRelay:
+    relay = GateRelay()
+    relay.bind(lambda: None, inspector, None, Counters())  # type: ignore[arg-type]
+    return relay
+
+
+async def test_a_secret_is_masked_without_an_inspector() -> None:
+    got = await _relay(None).progress_message("s", f"uploading with token={SECRET}", _Target())  # type: ignore[arg-type]
+    assert SECRET not in got and "[REDACTED:" in got and got.startswith("uploading with token=")
+
+
+async def test_an_inspector_that_fails_withholds_the_text() -> None:
+    relay = _relay(_Breaks())
+    got = await relay.progress_message("s", "step 1 of 2", _Target())  # type: ignore[arg-type]
+    assert got == "[a progress message of 's' was withheld by checkrein: it could not be checked]"
+    assert relay.counters.withheld_progress_messages == 1
+
+
+async def test_an_injection_is_withheld_by_the_real_inspector() -> None:
+    inspector = DefaultInspector(parse_config("").policy.results)
+    relay = _relay(inspector)
+    got = await relay.progress_message("s", INJECTION, _Target())  # type: ignore[arg-type]
+    assert INJECTION_MARK not in got and "withheld by checkrein" in got
+    assert await relay.progress_message("s", "step 1 of 2", _Target()) == "step 1 of 2"  # type: ignore[arg-type]
