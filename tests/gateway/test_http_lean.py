@@ -135,6 +135,16 @@ async def test_what_the_lane_cannot_vouch_for_goes_to_the_sdk(url: str) -> None:
     assert bad_kind == "application/json" and bad[0]["error"]["code"] == -32602
 
 
+async def test_an_integer_past_64_bits_reaches_the_upstream_exactly(url: str) -> None:
+    """The lane parses the POST as the SDK's path does: 10**30 + 1 is added as that int."""
+    big = 10**30 + 1
+    with anyio.fail_after(60):
+        async with session(url) as s:
+            kind, answer = await s.call("a__add", {"a": big, "b": 1})
+    assert kind == "application/json"
+    assert answer[-1]["result"]["content"][0]["text"] == str(big + 1), answer
+
+
 class Pair:
     """A lane session and an SDK-path session (fast path off), driven from a portal."""
 
@@ -165,7 +175,7 @@ def pair(url: str, sdk_url: str) -> Iterator[Pair]:
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=30),
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=10,
 )
@@ -175,7 +185,7 @@ _json = st.recursive(
 @given(
     st.one_of(
         st.tuples(st.just("a__echo"), st.fixed_dictionaries({"text": st.text(max_size=200)})),
-        st.tuples(st.just("a__add"), st.fixed_dictionaries({"a": st.integers(-1000, 1000), "b": st.integers(-1000, 1000)})),
+        st.tuples(st.just("a__add"), st.fixed_dictionaries({"a": st.integers(-(2**80), 2**80), "b": st.integers(-1000, 1000)})),
         st.tuples(st.sampled_from(["a__echo", "a__add", "a__nope", "test_simple_text", "test_error_handling"]), st.dictionaries(st.text(max_size=6), _json, max_size=3)),
     )
 )

@@ -153,3 +153,15 @@ def test_the_raw_lane_answers_what_the_sdk_path_answers(pair: Pair, call: tuple[
     SDK client's, field for field."""
     fast, sdk = pair.both(*call)
     assert fast == sdk
+
+
+async def test_an_integer_past_64_bits_in_a_result_stays_exact_on_the_lane(http_echo_url: str) -> None:
+    """The answer is parsed as the SDK parses it: a sum of 10**30 + 1 is that int, not a float."""
+    big = 10**30 + 1
+    async with running(http(http_echo_url), era="legacy") as up:
+        raw = lane(up)
+        assert raw is not None
+        result = await up.call_tool_json("add", {"a": big, "b": 0}, timeout_s=10)
+        assert raw.sent == 1
+    total = result["structuredContent"]["sum"]
+    assert type(total) is int and total == big, total

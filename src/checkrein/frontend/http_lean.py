@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import anyio.abc
 import mcp.types as types
-import orjson
+import pydantic_core
 from mcp.server.streamable_http import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_SSE,
@@ -129,8 +129,10 @@ class HttpLane:
     async def handle(self, transport: StreamableHTTPServerTransport, scope: Scope, request: Request, receive: Receive, send: Send) -> bool:
         """Serve the POST if it is the lane's (then True); watch the handshake on the way."""
         try:
-            message = orjson.loads(await request.body())
-        except orjson.JSONDecodeError:
+            # pydantic's parser, as the SDK's path and the stdio frontend: exact for an integer past
+            # 64 bits (orjson would hand the gate, the audit and the upstream a float instead).
+            message = pydantic_core.from_json(await request.body())
+        except ValueError:
             return False
         if type(message) is not dict:
             return False

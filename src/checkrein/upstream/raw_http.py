@@ -7,7 +7,7 @@ dispatcher, a message model validated from every SSE event, a response model, an
 POST's connection as soon as the answer arrived (so every call opens a new TCP connection).
 `RawHttpRequests` POSTs the JSON-RPC request with the same ``httpx`` client, on the SDK transport's
 own session id and the session's stamped protocol-version header, parses the answer (JSON or SSE)
-with orjson and reads an SSE answer to its end when the server closes it right away, so the
+with pydantic's parser (exact for integers past 64 bits) and reads an SSE answer to its end when the server closes it right away, so the
 connection goes back to the pool. The POST goes to the client's pool directly when nothing of the
 client's own request path applies, and the SSE answer is parsed as bytes
 (`checkrein.upstream.http_post`).
@@ -32,6 +32,7 @@ POST) stay on the SDK's path.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from typing import Any
 
 import anyio
 import httpx2
-import orjson
+import pydantic_core
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared._httpx_utils import redirect_location, sse_within_origin, stream_within_origin
 from mcp.shared.exceptions import MCPError
@@ -310,9 +311,18 @@ class RawHttpRequests:
 
 
 def _loads(data: bytes) -> Any:
+    """The parsed JSON of an answer, or ``None``. pydantic's parser (the SDK client's own) keeps an
+    integer past 64 bits exact, where orjson would turn it into a float: the client must get the
+    number the server sent. Deeper than that parser goes, the standard library's reads it (so
+    result inspection can refuse it with a reason), as `checkrein.upstream._stdio` does."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return pydantic_core.from_json(data)
+    except ValueError as exc:
+        if "recursion limit" not in str(exc):
+            return None
+    try:
+        return json.loads(data)
+    except (RecursionError, ValueError):
         return None
 
 
