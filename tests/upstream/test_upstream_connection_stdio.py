@@ -341,3 +341,20 @@ async def test_lean_forward_matches_the_sdk_call_in_the_handshake_era(shared: Mc
 
 async def test_lean_forward_matches_the_sdk_call_in_the_discover_era(modern: McpUpstream) -> None:
     await _same_as_sdk(modern)
+
+
+@pytest.mark.parametrize("fast", ["on", "off"])
+async def test_the_raw_lane_follows_the_fast_path_switch(fast: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CHECKREIN_FAST_PATH=off`` sends every request through the SDK's client (no raw lane), as
+    on Streamable HTTP; on, a tools/call goes out on the raw lane."""
+    monkeypatch.setenv("CHECKREIN_FAST_PATH", fast)
+    async with running(echo_config()) as up:
+        result = await up.call_tool_json("echo", {"text": "hi"}, timeout_s=10)
+        link = up._link
+        assert link is not None
+        raw = link.session.raw
+    assert result["content"][0]["text"] == "hi"
+    if fast == "off":
+        assert raw is None
+    else:
+        assert raw is not None and raw.sent == 1

@@ -489,7 +489,8 @@ class McpUpstream:
     ) -> _Link:
         # Contexts entered here stay open after this returns, so they must not sit inside the
         # deadline's cancel scope; the deadline covers the waiting: handshake and first listings.
-        raw = RawRequests() if process is not None else None
+        # `CHECKREIN_FAST_PATH=off`: no raw lane on either transport, every request through the SDK.
+        raw = RawRequests() if process is not None and raw_http_enabled() else None
         raw_http = RawHttpRequests() if self.config.transport == "streamable-http" and raw_http_enabled() else None
         read, write = await stack.enter_async_context(open_transport(self.config, process, self._early, raw or raw_http))
         relayed = SessionCallbacks(self.name, self._relay, self._inflight) if self._relay else None
