@@ -194,3 +194,81 @@ def test_the_lane_answers_what_the_sdk_path_answers(pair: Pair, call: tuple[str,
     SDK path's, field for field."""
     fast, sdk = pair.both(*call)
     assert fast == sdk
+
+
+async def _both(url: str, sdk_url: str, probe: Any) -> tuple[Any, Any]:
+    with anyio.fail_after(90):
+        return await probe(url), await probe(sdk_url)
+
+
+async def _reinitialized_call(url: str) -> tuple[int, str]:
+    async with session(url) as s:
+        init = {"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        await s.http.post(s.url, json={"jsonrpc": "2.0", "id": 50, "method": "initialize", "params": init}, headers=s.headers)
+        body = {"jsonrpc": "2.0", "id": 51, "method": "tools/call", "params": {"name": "a__echo", "arguments": {"text": "x"}}}
+        r = await s.http.post(s.url, json=body, headers=s.headers)
+        return r.status_code, _message(r.text)
+
+
+def _message(text: str) -> Any:
+    """The JSON-RPC message of a response, whether a JSON body or an SSE event."""
+    import json
+
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    return [json.loads(line[5:]) for line in text.replace("\r\n", "\n").split("\n") if line.startswith("data:")][-1]
+
+
+async def _refused_handshake_call(url: str) -> tuple[int, int, bool]:
+    """initialize the SDK rejects (clientInfo without a version), initialized it refuses (406)."""
+    async with httpx2.AsyncClient(timeout=60, trust_env=False) as http:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "no-version"}}
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, headers=ACCEPT)
+        headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        note = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**headers, "accept": "text/plain"})
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "a__echo", "arguments": {"text": "served"}}}
+        r = await http.post(url, json=body, headers=headers)
+        return note.status_code, r.status_code, "served" in r.text
+
+
+async def test_a_reinitialize_takes_the_lane_off_and_the_sdk_answers_as_before(url: str, sdk_url: str) -> None:
+    """A second initialize (here in an era the lane does not serve) leaves the next call to the
+    SDK: the same answer as the SDK's path (it was a 500 from the lane)."""
+    lane, sdk = await _both(url, sdk_url, _reinitialized_call)
+    assert lane == sdk and lane[0] == 200 and lane[1]["result"]["content"][0]["text"] == "x", (lane, sdk)
+
+
+async def test_the_lane_serves_only_a_handshake_the_sdk_accepted(url: str, sdk_url: str) -> None:
+    """The lane goes by what the SDK answered, not by what the client sent: an initialize the SDK
+    rejected and an initialized it refused leave the session the SDK's (the tool never runs)."""
+    lane, sdk = await _both(url, sdk_url, _refused_handshake_call)
+    assert lane == sdk and lane[0] == 406 and lane[2] is False, (lane, sdk)
+
+
+async def _status_with(url: str, header: str, value: str) -> int:
+    async with session(url) as s:
+        body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "a__echo", "arguments": {"text": "ct"}}}
+        r = await s.http.post(s.url, json=body, headers={**s.headers, header: value})
+        return r.status_code
+
+
+async def _cancel_status_with_bad_accept(url: str) -> int:
+    async with session(url) as s, anyio.create_task_group() as tg:
+        tg.start_soon(s.call, "a__slow", {"seconds": 2})
+        await anyio.sleep(0.5)
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": s.ids, "reason": "t"}}
+        r = await s.http.post(s.url, json=note, headers={**s.headers, "accept": "text/plain"})
+        return r.status_code
+
+
+@pytest.mark.parametrize(("header", "value"), [("content-type", "Application/JSON"), ("accept", "application/json")])
+async def test_the_lane_checks_headers_as_the_sdk_transport_does(url: str, sdk_url: str, header: str, value: str) -> None:
+    """A Content-Type in other case, an Accept without SSE: the lane's status is the SDK's."""
+    lane, sdk = await _both(url, sdk_url, lambda u: _status_with(u, header, value))
+    assert lane == sdk, (lane, sdk)
+
+
+async def test_a_cancel_the_sdk_would_refuse_is_refused(url: str, sdk_url: str) -> None:
+    """notifications/cancelled with an Accept the SDK refuses (406) cancels nothing on the lane either."""
+    lane, sdk = await _both(url, sdk_url, _cancel_status_with_bad_accept)
+    assert lane == sdk == 406, (lane, sdk)

@@ -108,8 +108,10 @@ async def _post(
 ) -> None:
     if lane is not None and transport._read_stream_writer is not None:
         try:
-            if await lane.handle(transport, scope, request, receive, send):
+            watched = await lane.handle(transport, scope, request, receive, send)
+            if watched is None:
                 return
+            send = watched  # the SDK answers; for the handshake, the lane sees what it answered
         except Exception:
             # As the SDK's own handler does for an error it did not expect: a 500 for the client.
             log.exception("error handling a POST request in the HTTP lean lane")

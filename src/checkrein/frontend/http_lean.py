@@ -4,8 +4,9 @@ session, served without the SDK's server machinery (the HTTP analogue of `stdio_
 On the SDK's path a POSTed call is validated into a message model, sent through memory streams to
 the session's dispatcher, run in a per-request context and its result serialized back through the
 same streams. The lane takes a POST that `HttpLane.takes` can prove is a plain ``tools/call`` of a
-session whose handshake it watched (``initialize`` and ``notifications/initialized`` passed through
-it to the SDK), after the SDK transport's own checks (Accept, Content-Type, the session id;
+session whose handshake it watched the SDK accept (``initialize`` answered with a result in a
+handshake-era version, ``notifications/initialized`` with 202; any later ``initialize`` takes the
+lane off until a new handshake settles), after the SDK transport's own checks (Accept, Content-Type, the session id;
 `frontend.http.HttpGuard` already checked identity and session owner), builds the `ToolCall` from
 the parsed JSON and runs the same `Gate` through `GatewayServer.call_tool_json` (every step, the
 audit, inspection of the whole result), checks the result with the SDK's serializer for the
@@ -62,7 +63,7 @@ from mcp_types import methods as sdk_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from checkrein.upstream.raw import dumps
 
@@ -114,6 +115,8 @@ class HttpLane:
         self._caps: types.ClientCapabilities | None = None
         self._client_name: str | None = None
         self._ready = False
+        self._accepted: tuple[types.ClientCapabilities, str | None] | None = None
+        """The capabilities and client name of the ``initialize`` the SDK last accepted."""
         self._running: dict[Any, _Channel] = {}
         self._asked: dict[str, _Asked] = {}
         self._ids = itertools.count(1)
@@ -126,79 +129,84 @@ class HttpLane:
         for call in list(self._running.values()):
             call.end("terminated")
 
-    async def handle(self, transport: StreamableHTTPServerTransport, scope: Scope, request: Request, receive: Receive, send: Send) -> bool:
-        """Serve the POST if it is the lane's (then True); watch the handshake on the way."""
+    async def handle(
+        self, transport: StreamableHTTPServerTransport, scope: Scope, request: Request, receive: Receive, send: Send
+    ) -> Send | None:
+        """Serve the POST if it is the lane's (then ``None``). Otherwise the ``send`` the SDK's path
+        must answer it with: ``send`` itself, or, for the handshake, one that lets the lane see
+        what the SDK answered (the lane trusts the handshake the SDK accepted, not what was sent)."""
         try:
             # pydantic's parser, as the SDK's path and the stdio frontend: exact for an integer past
             # 64 bits (orjson would hand the gate, the audit and the upstream a float instead).
             message = pydantic_core.from_json(await request.body())
         except ValueError:
-            return False
+            return send
         if type(message) is not dict:
-            return False
+            return send
         method = message.get("method")
         if method == "tools/call":
-            if not self._takes(message, request):
-                return False
+            if not self._takes(transport, message, request):
+                return send
             if not await transport._validate_request_headers(request, send):
-                return True  # the SDK's own error response went out
+                return None  # the SDK's own error response went out
             await self._serve(transport, message, scope, request, receive, send)
-            return True
+            return None
         if method is None:
             rid = message.get("id")
             asked = self._asked.get(rid) if type(rid) is str and message.get("jsonrpc") == "2.0" else None
-            if asked is None:
-                return False
+            if asked is None or not _plain_post(transport, request):
+                return send  # the SDK's, with its own Accept and Content-Type answers (406, 415)
             if await transport._validate_request_headers(request, send):
                 asked.answer = message
                 asked.done.set()
                 await _empty(transport, scope, receive, send)
-            return True
+            return None
         if method == "notifications/cancelled" and self._running:
             params = message.get("params")
             rid = params.get("requestId") if isinstance(params, dict) else None
             running = self._running.get(rid) if plain_id(rid) else None
-            if running is None:
-                return False
+            if running is None or not _plain_post(transport, request):
+                return send
             if await transport._validate_request_headers(request, send):
                 running.end("cancelled")
                 await _empty(transport, scope, receive, send)
-            return True
-        self._watch(message)
-        return False
+            return None
+        return self._watch(message, send)
 
-    # -- the handshake, as the client sent it (the SDK answers it) ------------------------------
+    # -- the handshake, as the SDK accepted it (the SDK answers it) -----------------------------
 
-    def _watch(self, message: dict[str, Any]) -> None:
+    def _watch(self, message: dict[str, Any], send: Send) -> Send:
+        """Any ``initialize`` takes the lane off until a new handshake has settled. The client's
+        capabilities count once the SDK answered that ``initialize`` with a result in a handshake-era
+        version, and the lane serves calls once the SDK also accepted ``notifications/initialized``
+        (202); a request the SDK refused (a bad ``clientInfo``, a wrong Accept) leaves it off."""
         method = message.get("method")
         if method == "initialize" and "id" in message:
+            self._ready = False
+            self._accepted = None
             params = message.get("params")
-            version = params.get("protocolVersion") if isinstance(params, dict) else None
-            if not isinstance(params, dict) or version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                self._caps = None
-                return
+            if not isinstance(params, dict) or params.get("protocolVersion") not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return send
             try:
-                self._caps = types.ClientCapabilities.model_validate(params.get("capabilities") or {}, by_name=False)
+                caps = types.ClientCapabilities.model_validate(params.get("capabilities") or {}, by_name=False)
             except ValidationError:
-                self._caps = None
-                return
+                return send
             info = params.get("clientInfo")
             name = info.get("name") if isinstance(info, dict) else None
-            self._client_name = name if isinstance(name, str) else None
-        elif method == "notifications/initialized":
-            self._ready = self._caps is not None
+            return _InitializeAnswer(self, message["id"], caps, name if isinstance(name, str) else None, send)
+        if method == "notifications/initialized" and self._accepted is not None:
+            return _Accepted(self, self._accepted, send)
+        return send
 
-    def _takes(self, message: dict[str, Any], request: Request) -> bool:
+    def _takes(self, transport: StreamableHTTPServerTransport, message: dict[str, Any], request: Request) -> bool:
         """Whether ``message`` is a plain tools/call the lane serves (as `stdio_lean.LeanLane.takes`),
         on a request the SDK transport would answer with a stream."""
-        if not self._ready or self._terminated or message.get("jsonrpc") != "2.0":
+        if not self._ready or self._caps is None or self._terminated or message.get("jsonrpc") != "2.0":
             return False
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is None or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return False
-        has_json, has_sse = check_accept_headers(request)
-        content_type = request.headers.get("content-type", "")
-        if not (has_json and has_sse) or not content_type.lower().split(";")[0].strip() == CONTENT_TYPE_JSON:
+        if not _plain_post(transport, request):
             return False
         rid = message.get("id")
         return plain_id(rid) and rid not in self._running and plain_call(message.get("params"))
@@ -387,3 +395,61 @@ def _error(rid: Any, code: int, message: str) -> bytes:
 async def _empty(transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send) -> None:
     """202 Accepted, as the SDK answers a POSTed notification or response."""
     await transport._create_json_response(None, HTTPStatus.ACCEPTED)(scope, receive, send)
+
+
+def _plain_post(transport: StreamableHTTPServerTransport, request: Request) -> bool:
+    """Whether the SDK transport would take this POST past its Accept and Content-Type checks
+    (both media types accepted, ``application/json`` sent): its own tests, so the lane never
+    serves what the SDK's path answers 406 or 415."""
+    has_json, has_sse = check_accept_headers(request)
+    return has_json and has_sse and transport._check_content_type(request)
+
+
+_MAX_WATCHED_BYTES = 1 << 16
+
+
+class _InitializeAnswer:
+    """The ``send`` of an ``initialize`` the SDK answers: when its answer to that id is a result in a
+    handshake-era version, the lane notes the client's capabilities and name (`HttpLane._accepted`)."""
+
+    def __init__(self, lane: HttpLane, rid: Any, caps: types.ClientCapabilities, name: str | None, send: Send) -> None:
+        self._lane, self._rid, self._caps, self._name, self._send = lane, rid, caps, name, send
+        self._ok = False
+        self._body = b""
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self._ok = 200 <= int(message.get("status", 500)) < 300
+        elif message["type"] == "http.response.body" and self._ok and len(self._body) < _MAX_WATCHED_BYTES:
+            self._body += bytes(message.get("body", b""))
+            self._settle()
+        await self._send(message)
+
+    def _settle(self) -> None:
+        body = self._body.strip()
+        candidates = [body] if body.startswith(b"{") else [line[5:].strip() for line in body.splitlines() if line.startswith(b"data:")]
+        for raw in candidates:
+            try:
+                answer = pydantic_core.from_json(raw)
+            except ValueError:
+                continue
+            if not isinstance(answer, dict) or answer.get("id") != self._rid:
+                continue
+            result = answer.get("result")
+            if isinstance(result, dict) and "error" not in answer and result.get("protocolVersion") in HANDSHAKE_PROTOCOL_VERSIONS:
+                self._lane._accepted = (self._caps, self._name)
+            return
+
+
+class _Accepted:
+    """The ``send`` of ``notifications/initialized``: the lane is ready once the SDK accepted it."""
+
+    def __init__(self, lane: HttpLane, accepted: tuple[types.ClientCapabilities, str | None], send: Send) -> None:
+        self._lane, self._accepted, self._send = lane, accepted, send
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start" and 200 <= int(message.get("status", 500)) < 300:
+            if self._lane._accepted is self._accepted:  # no other initialize came in between
+                self._lane._caps, self._lane._client_name = self._accepted
+                self._lane._ready = True
+        await self._send(message)
