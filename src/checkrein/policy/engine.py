@@ -236,6 +236,7 @@ def compile_policy(
                 commands=rule.commands if rule is not None else None,
                 resolver=resolver if p.urls.resolve_dns else None,
                 enabled=enabled,
+                declared_keys=_declared_keys(definition.input_schema),
                 verdicts=verdicts,
             )
             if enabled
@@ -271,6 +272,12 @@ def _error(policy: CompiledPolicy, degradation: str, reason: str, risk: RiskLeve
     return Decision(
         "deny", "policy.error", (reason,), risk, error_code="policy.error", degraded=(degradation,)
     )
+
+
+def _declared_keys(schema: Any) -> frozenset[str]:
+    """The names under the schema's top-level ``properties`` (none for a schema without them)."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    return frozenset(k for k in props if isinstance(k, str)) if isinstance(props, Mapping) else frozenset()
 
 
 def decide(policy: CompiledPolicy, call: ToolCall, session: SessionState, now: float) -> Decision:

@@ -61,6 +61,17 @@ def test_keys_that_are_identifiers_are_scanned_too(key: str, analyzer: str) -> N
     assert analyzer in as_value
 
 
+def test_the_tools_own_top_level_names_are_not_scanned_as_keys() -> None:
+    """A top-level key the tool's schema declares is the tool's word (`declared_keys`); the same
+    text as a nested key, or as a value, is the client's and is scanned."""
+    ctx = ScanContext(declared_keys=frozenset({"xp_cmdshell"}))
+    for full in (False, True):
+        assert scan_arguments({"xp_cmdshell": 1}, ctx, full=full) == []
+        nested = scan_arguments({"opts": {"xp_cmdshell": 1}}, ctx, full=full)
+        assert any(f.analyzer == "sql" and f.path == "/opts/xp_cmdshell" for f in nested)
+        assert any(f.analyzer == "sql" for f in scan_arguments({"v": "xp_cmdshell"}, ctx, full=full))
+
+
 def test_findings_are_deduplicated_per_analyzer_kind_and_pointer() -> None:
     findings = scan_arguments({"v": "%2e%2e/%2e%2e/%2e%2e/x"}, ScanContext(kinds={"/v": "path"}))
     keys = [(f.analyzer, f.kind, f.path) for f in findings]

@@ -49,6 +49,9 @@ class ScanContext:
     """Command allowlist (first word) for a tool that runs commands; None = no allowlist."""
     resolver: Resolver | None = None
     enabled: frozenset[str] = frozenset({"paths", "urls", "shell", "sql", "secrets"})
+    declared_keys: frozenset[str] = frozenset()
+    """The top-level property names of the tool's own (pinned) input schema: as keys of the
+    arguments they are the tool's words, not the client's, so `scan_arguments` does not scan them."""
     verdicts: VerdictCache | None = field(default=None, compare=False, repr=False)
     """The compiled policy's cache of verdicts (`checkrein.policy.analyzers.verdicts`); None = no cache."""
     kind_memo: dict[str, ArgKind | None] = field(default_factory=dict, init=False, compare=False, repr=False)

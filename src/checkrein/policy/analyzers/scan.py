@@ -119,9 +119,12 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
-def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]]) -> None:
+def _collect(
+    value: Any, pointer: str, depth: int, in_json: bool, out: list[tuple[str, str, bool]], declared: Set[str] = frozenset()
+) -> None:
     """Append (pointer, string, is_key) for every string under ``value``, depth-first; raise
-    `_Overflow` past `MAX_DEPTH` or `MAX_STRINGS` (``out`` then holds the strings before that point)."""
+    `_Overflow` past `MAX_DEPTH` or `MAX_STRINGS` (``out`` then holds the strings before that point).
+    ``declared``: keys of ``value`` itself (a mapping) not to collect (`ScanContext.declared_keys`)."""
     if depth > MAX_DEPTH:
         raise _Overflow("too_deep", pointer)
     if isinstance(value, str):
@@ -153,7 +156,7 @@ def _collect(value: Any, pointer: str, depth: int, in_json: bool, out: list[tupl
         for k, v in value.items():
             # Every key, identifiers too (`ghp_...`, `xp_cmdshell`, `metadata` are identifiers); a
             # quiet word is skipped in `scan_arguments`, a repeated key is a verdict-cache hit.
-            scan_key = isinstance(k, str) and k != ""
+            scan_key = isinstance(k, str) and k != "" and k not in declared
             if not scan_key and deeper <= MAX_DEPTH and (v is None or isinstance(v, int | float)):
                 continue
             name = k if type(k) is str else str(k)
@@ -214,7 +217,7 @@ def scan_arguments(arguments: Mapping[str, Any], ctx: ScanContext, *, full: bool
     strings: list[tuple[str, str, bool]] = []
     overflow: _Overflow | None = None
     try:
-        _collect(arguments, "", 0, False, strings)
+        _collect(arguments, "", 0, False, strings, ctx.declared_keys)
     except _Overflow as exc:
         overflow = exc
     cache = ctx.verdicts if not full and ctx.resolver is None else None
