@@ -108,7 +108,7 @@ def test_values_the_policy_scanned_get_only_the_builtin_patterns_and_its_pointer
     value = {"q": "run with CUSTOM-abcdefghijklm and more words", "k": "key AKIAIOSFODNN7ABCDEFG here",
              "flagged": "anything at all, masked by pointer"}
     preview, pointers = r.preview(value, "/a", masked=frozenset({"/flagged"}), scanned=True)
-    assert finder.seen == []
+    assert finder.seen == ["flagged"]  # a key (the policy does not read keys), never a value
     assert preview["k"] == "key [REDACTED:aws_access_key] here"
     assert preview["flagged"] == MASK and sorted(pointers) == ["/a/flagged", "/a/k"]
     preview, _ = r.preview(value, "/a", masked=frozenset({"/flagged"}))  # not scanned: the finder runs
@@ -122,7 +122,7 @@ def test_keys_and_deeper_json_still_get_the_injected_finder_when_values_were_sca
     deep = json.dumps({"outer": json.dumps({"note": "see CUSTOM-abcdefghijklm"})})
     preview, pointers = r.preview({"CUSTOM-abcdefghijklm": 1, "body": deep}, "", scanned=True)
     assert "CUSTOM-abcdefghijklm" not in json.dumps(preview)
-    assert pointers == ["/body"]
+    assert pointers == ["/[REDACTED:custom]", "/body"]
     # one level deep is what the policy read: only built-in patterns there
     finder.seen.clear()
     r.preview({"body": json.dumps({"note": "see CUSTOM-abcdefghijklm"})}, "", scanned=True)
@@ -262,3 +262,66 @@ def test_a_remembered_document_orjson_cannot_read_is_checked_again_not_raised() 
     doc = canonical_json(value)
     r = Redactor()
     assert r.fits_whole(doc, value) and r.fits_whole(doc, value)
+
+
+def test_a_secret_in_a_short_key_is_masked_and_its_pointer_names_the_masked_key() -> None:
+    """Any key a secret fits in (6+ characters) gets the finder, as values do; the value under it
+    is masked too, and the pointer carries the masked key, never the raw one."""
+    value = {"path": "/workspace/data", "opts": {"pwd=Tr0ub4d&3x": "ok", "mode": "fast"}}
+    for r in (Redactor(), Redactor(secret_finder=_CountingFinder())):
+        preview, pointers = r.preview(value, "/args_preview")
+        assert "Tr0ub4d" not in json.dumps(preview) and "Tr0ub4d" not in json.dumps(pointers)
+        assert preview["opts"] == {"pwd=[REDACTED:assignment]&3x": MASK, "mode": "fast"}
+        assert pointers == ["/args_preview/opts/pwd=[REDACTED:assignment]&3x"]
+    # A short key only the injected finder knows, and one under a policy pointer that names the raw key.
+    r = Redactor(secret_finder=_CountingFinder())
+    preview, pointers = r.preview({"SEKRET": {"x": 1}}, "/a", masked=frozenset({"/SEKRET"}), scanned=True)
+    assert preview == {"[REDACTED:custom]": MASK} and pointers == ["/a/[REDACTED:custom]"]
+
+
+def test_short_secret_keys_in_results_lifecycle_fields_and_approvals_are_masked() -> None:
+    from checkrein.audit.event import EventFactory
+    from checkrein.audit.record import LifecycleRecord
+    from checkrein.policy.analyzers import find_secrets
+    from checkrein.policy.analyzers.secrets import may_find
+
+    from .helpers import make_record
+
+    secret = {"pwd=Tr0ub4d&3x": "ok"}
+    for r in (Redactor(), Redactor(secret_finder=find_secrets, secret_prefilter=lambda t: may_find(t, None))):
+        f = EventFactory(r)
+        ev = f.call(make_record(1, result={"content": [{"type": "text", "text": "hi"}], "meta": secret},
+                                decision={"effect": "allow", "rule_id": "r", "reasons": [], "risk": "low",
+                                          "approval": {"approver": "bob", "extra": secret}}), 0.0)
+        assert "Tr0ub4d" not in json.dumps(ev, default=str), ev
+        assert "/result/summary/meta/pwd=[REDACTED:password]&3x" in ev["redactions"] or \
+            "/result/summary/meta/pwd=[REDACTED:assignment]&3x" in ev["redactions"]
+        life = f.lifecycle(LifecycleRecord("gateway.start", {"opts": secret}), 0.0)
+        assert "Tr0ub4d" not in json.dumps(life) and len(life["redactions"]) == 1
+
+
+def test_a_document_with_a_secret_in_a_short_key_never_fits_whole() -> None:
+    """Not with the built-in set, the injected finder, its prefilter, or after the policy's scan
+    (which reads values, not keys); and a key found clean before does not vouch for one that is not."""
+    from checkrein.canonical import canonical_json
+    from checkrein.policy.analyzers import find_secrets
+    from checkrein.policy.analyzers.secrets import may_find
+
+    value = {"path": "/workspace/data", "opts": {"pwd=Tr0ub4d&3x": "ok"}}
+    custom = {"path": "/workspace/data", "opts": {"SEKRET": "ok"}}
+    redactors = [Redactor(), Redactor(secret_finder=find_secrets),
+                 Redactor(secret_finder=find_secrets, secret_prefilter=lambda t: may_find(t, None))]
+    for r in redactors:
+        for _ in range(2):
+            assert not r.fits_whole(canonical_json(value), value)
+            assert not r.fits_whole(canonical_json(value), value, scanned=True)
+    finder = _CountingFinder()
+    for r in (Redactor(secret_finder=finder), Redactor(secret_finder=finder, secret_prefilter=lambda t: "SEKRET" in t)):
+        plain = {"path": "/workspace/data", "opts": {"plain1": "ok"}}
+        assert r.fits_whole(canonical_json(plain), plain, scanned=True)  # remembers its keys and document
+        assert r.mask_text("SEKRET", builtin_only=True) == ("SEKRET", False)  # a built-in-only "clean"
+        for _ in range(2):
+            assert not r.fits_whole(canonical_json(custom), custom, scanned=True)
+            assert not r.fits_whole(canonical_json(custom), custom)
+        preview, pointers = r.preview(custom, "/p", scanned=True)
+        assert "SEKRET" not in json.dumps(preview) + json.dumps(pointers)

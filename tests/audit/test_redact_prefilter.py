@@ -124,5 +124,16 @@ def test_the_key_walk_hands_the_prefilter_every_string_a_preview_would_scan(valu
     """`fits_whole` asks the prefilter about the strings the key walk gathered: when the walk
     finds no secret-looking key, it has gathered every string value of 6+ characters."""
     gathered: list[str] = []
-    if not FAST._any_sensitive_key(value, long_keys=True, strings=gathered):
+    keys: list[str] = []
+    if not FAST._any_sensitive_key(value, strings=gathered, keys=keys):
         assert sorted(gathered) == sorted(s for s in _reference_strings(value) if len(s) >= 6)
+        assert sorted(keys) == sorted(k for k in _reference_keys(value) if len(k) >= 6)
+
+
+def _reference_keys(value: Any) -> list[str]:
+    """Every key in ``value``, recursively."""
+    if isinstance(value, dict):
+        return [*value, *(k for v in value.values() for k in _reference_keys(v))]
+    if isinstance(value, list | tuple):
+        return [k for v in value for k in _reference_keys(v)]
+    return []

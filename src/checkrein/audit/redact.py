@@ -5,7 +5,8 @@ returns a new value in which
 
 * values under secret-looking keys (at any depth) are replaced by ``"[REDACTED]"``;
 * strings that hold JSON objects/arrays are parsed, redacted the same way and re-serialized;
-* spans the secret finder reports are replaced by ``"[REDACTED:<kind>]"``;
+* spans the secret finder reports are replaced by ``"[REDACTED:<kind>]"``, in strings and in keys
+  (a key with such a span has its value masked too, and its pointer names the masked key);
 * long strings are cut to ``max_chars`` (after masking, so a cut never reveals half a secret that
   the finder could have seen whole), and large containers to a fixed number of items;
 
@@ -43,8 +44,6 @@ _MAX_JSON_IN_STRING = 256 * 1024
 _CONTAINERS = (dict, list, tuple)
 # No pattern of the built-in set, and no real credential, fits in fewer characters ("pwd=ab").
 _MIN_SECRET = 6
-# Keys at least this long are run through the finder (and masked where it hits) in previews.
-_LONG_KEY = 16
 # `mask_text` remembers up to this many texts of at most `_CLEAN_MAX_CHARS` in which it found
 # nothing (a decision's reason, an argument value: agents and rules repeat them), so a repeat
 # costs a dict lookup instead of the finder. Texts it masked are never kept.
@@ -87,7 +86,7 @@ class Redactor:
         self._max_depth = max_depth
         self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
         self._key_cache: dict[str, bool] = {}
-        self._keyset_cache: dict[tuple[Any, ...], int] = {}
+        self._keyset_cache: dict[tuple[Any, ...], bool | tuple[str, ...]] = {}
         self._clean: tuple[dict[str, None], dict[str, None]] = ({}, {})
         """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self._fits: tuple[dict[bytes, None], dict[bytes, None]] = ({}, {})
@@ -142,8 +141,8 @@ class Redactor:
         whole, no JSON carried in a string, no ``\\u`` escapes, nothing a finder could match, and
         no secret-looking key. False otherwise: use `preview`. ``scanned``: the injected finder
         already read every value and found nothing outside the masked pointers (which the caller
-        checks are none), so only the built-in patterns and the keys are looked at here; a key
-        long enough to be scanned in a preview then sends the value through `preview`."""
+        checks are none), so only the built-in patterns and the keys are looked at here (each
+        key a secret fits in by the injected finder as well: the policy does not read keys)."""
         if len(document) > self._max_chars or b'"{' in document or b'"[' in document or b"\\u" in document:
             return False
         text = document.decode("utf-8")
@@ -157,15 +156,19 @@ class Redactor:
         # One walk checks the keys and, for the prefilter, gathers exactly the strings `preview`
         # would hand the finder (shorter ones it keeps unscanned).
         strings: list[str] | None = [] if may_find is not None else None
-        if self._any_sensitive_key(
-            value, long_keys=(scanned or may_find is not None) and self._injected is not None, strings=strings
-        ):
+        # Keys the injected finder must read one by one: its prefilter asks strings, not the
+        # document, and the policy's scan (``scanned``) reads values, not keys. A preview masks
+        # every key of `_MIN_SECRET`+ characters the finder hits, so none of them may hit here.
+        keys: list[str] | None = [] if self._injected is not None and (scanned or may_find is not None) else None
+        if self._any_sensitive_key(value, strings=strings, keys=keys):
             return False
         if may_find is not None:
             try:
-                return not any(map(may_find, strings or ()))
+                return not any(map(may_find, strings or ())) and not any(map(may_find, keys or ()))
             except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
                 return False
+        if keys and not all(map(self._clean_key, keys)):
+            return False
         if injected is not None:
             try:
                 if injected(text):
@@ -174,11 +177,32 @@ class Redactor:
                 return False
         return True
 
-    def _any_sensitive_key(self, value: Any, *, long_keys: bool = False, strings: list[str] | None = None) -> bool:
-        """True when a key anywhere in ``value`` is secret-looking (or the value is too deep to
-        keep whole), or with ``long_keys`` at least `_LONG_KEY` characters long. Walks containers;
-        with ``strings`` it also appends every string value (not key) of at least `_MIN_SECRET`
-        characters to it (complete only when the answer is False). The verdict per set of keys is
+    def _clean_key(self, key: str) -> bool:
+        """True when the injected finder (asked through its prefilter) finds nothing in ``key``,
+        which the caller has shown holds no built-in pattern. Remembered as `mask_text` does, with
+        the full finder's verdicts; a failure is False (the preview then masks and counts it)."""
+        clean = self._clean[0]
+        if key in clean:
+            return True
+        injected = self._injected
+        try:
+            if injected is not None and (self._may_find is None or self._may_find(key)) and injected(key):
+                return False
+        except Exception:  # noqa: BLE001 - the slow path masks and counts the failure
+            return False
+        if len(key) <= _CLEAN_MAX_CHARS:
+            if len(clean) >= _CLEAN_CACHE:
+                clean.clear()
+            clean[key] = None
+        return True
+
+    def _any_sensitive_key(
+        self, value: Any, *, strings: list[str] | None = None, keys: list[str] | None = None
+    ) -> bool:
+        """True when a key anywhere in ``value`` is secret-looking or not a string (or the value
+        is too deep to keep whole). Walks containers; with ``strings`` it also appends every
+        string value (not key) of at least `_MIN_SECRET` characters to it, with ``keys`` every key
+        that long (both complete only when the answer is False). The verdict per set of keys is
         cached: a tool's arguments repeat the same keys call after call."""
         if isinstance(value, str):
             if strings is not None and len(value) >= _MIN_SECRET:
@@ -192,21 +216,24 @@ class Redactor:
         stack: list[tuple[Any, int]] = [(value, 0)]
         pop, push = stack.pop, stack.append
         keep = strings.append if strings is not None else None
+        keep_keys = keys.extend if keys is not None else None
         while stack:
             v, depth = pop()
             if depth > max_depth:
                 return True
             if isinstance(v, dict):
-                keys = tuple(v)
-                hit = cache.get(keys)
+                names = tuple(v)
+                hit = cache.get(names)
                 if hit is None:
-                    # 1: a secret-looking (or non-string) key; 2: a long key
-                    hit = (1 if any(not isinstance(k, str) or sensitive(k) for k in keys) else 0) | (
-                        2 if any(isinstance(k, str) and len(k) >= _LONG_KEY for k in keys) else 0)
+                    # True: a secret-looking (or non-string) key; else the keys a secret fits in
+                    hit = any(not isinstance(k, str) or sensitive(k) for k in names) or tuple(
+                        k for k in names if len(k) >= _MIN_SECRET)
                     if len(cache) < 4096:
-                        cache[keys] = hit
-                if hit & 1 or (long_keys and hit & 2):
+                        cache[names] = hit
+                if not isinstance(hit, tuple):
                     return True
+                if hit and keep_keys is not None:
+                    keep_keys(hit)
                 items: Iterable[Any] = v.values()
             else:
                 items = v
@@ -325,10 +352,18 @@ class _Walk:
                 break
             n += 1
             key = k if type(k) is str else str(k)
-            if len(key) >= _LONG_KEY:
-                masked_key, hit = r.mask_text(key)
+            if len(key) >= _MIN_SECRET:
+                # Keys get the full finder (the policy's analyzer skips identifier keys) and are
+                # kept only as far as it read them.
+                key, hit = r.mask_text(key)
                 if hit:
-                    key = masked_key
+                    # The pointer names the masked key; the value goes too: a pointer beneath it
+                    # (the policy's included) could only name the raw key.
+                    child = ptr + "/" + escape_pointer(key)
+                    if self._base + child not in self._pointers:
+                        self._pointers.append(self._base + child)
+                    out[key] = MASK
+                    continue
             child = ptr + "/" + escape_pointer(key)
             if sensitive(key):
                 self._pointers.append(self._base + child)
