@@ -325,3 +325,40 @@ def test_a_document_with_a_secret_in_a_short_key_never_fits_whole() -> None:
             assert not r.fits_whole(canonical_json(custom), custom)
         preview, pointers = r.preview(custom, "/p", scanned=True)
         assert "SEKRET" not in json.dumps(preview) + json.dumps(pointers)
+
+
+def test_a_policy_pointer_with_a_star_masks_every_place_it_names() -> None:
+    """The policy names a `kind = "secret"` argument inside an array as `/users/*/code`: each
+    array item's value is masked, and the pointers returned are the concrete ones."""
+    value = {"users": [{"name": "ann", "code": "Opal-Trumpet-42"}, {"name": "bob"}, {"name": "cy", "code": "Jade-Drum-7"}],
+             "code": "not a secret", "teams": [[{"n": 1}, {"k": "Ruby-Horn-3"}]]}
+    r = Redactor()
+    masked = frozenset({"/users/*/code", "/teams/*/*/k"})
+    preview, pointers = r.preview(value, "/args_preview", masked=masked)
+    assert "Opal-Trumpet-42" not in json.dumps(preview) and "Jade-Drum-7" not in json.dumps(preview)
+    assert "Ruby-Horn-3" not in json.dumps(preview)
+    assert preview["users"] == [{"name": "ann", "code": MASK}, {"name": "bob"}, {"name": "cy", "code": MASK}]
+    assert preview["code"] == "not a secret"
+    assert sorted(pointers) == ["/args_preview/teams/0/1/k",
+                                "/args_preview/users/0/code", "/args_preview/users/2/code"]
+    # An object where the schema said array (a call the schema check denies is audited too), and JSON in a string.
+    preview, pointers = r.preview({"users": {"x": {"code": "Opal-Trumpet-42"}}, "body": json.dumps({"users": [{"code": "Jade-Drum-7"}]})},
+                                  "", masked=frozenset({"/users/*/code", "/body/users/*/code"}))
+    assert "Opal-Trumpet-42" not in json.dumps(preview) and "Jade-Drum-7" not in json.dumps(preview)
+    assert sorted(pointers) == ["/body", "/users/x/code"]
+    # A star only as a whole token; exact pointers as before; each set of pointers its own pattern.
+    preview, pointers = r.preview({"a*": {"b": "keep-this-1"}, "ab": {"b": "keep-this-2"}, "q": "masked-q"}, "", masked=frozenset({"/a*/b", "/q"}))
+    assert preview == {"a*": {"b": MASK}, "ab": {"b": "keep-this-2"}, "q": MASK} and sorted(pointers) == ["/a*/b", "/q"]
+    preview, _ = r.preview(value, "", masked=frozenset({"/teams/*/*/k"}))
+    assert preview["users"][0]["code"] == "Opal-Trumpet-42"
+
+
+def test_the_event_masks_a_starred_secret_pointer_and_lists_the_concrete_ones() -> None:
+    from checkrein.audit.event import EventFactory
+
+    from .helpers import make_record
+
+    args = {"users": [{"name": "ann", "code": "Opal-Trumpet-42"}, {"name": "bob", "code": "Jade-Drum-7"}]}
+    ev = EventFactory(Redactor()).call(make_record(1, arguments=args, redactions=("/users/*/code",), args_scanned=False), 0.0)
+    assert "Opal-Trumpet-42" not in json.dumps(ev, default=str) and "Jade-Drum-7" not in json.dumps(ev, default=str)
+    assert ev["redactions"] == ["/args_preview/users/0/code", "/args_preview/users/1/code"]

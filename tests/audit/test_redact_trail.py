@@ -48,3 +48,13 @@ def test_a_secret_in_a_short_key_is_written_nowhere(tmp_path: Path) -> None:
     assert d["effect"] == "deny" and d["redactions"]  # the policy found it
     assert b"Tr0ub4d" not in written
     assert b"/args_preview/opts/pwd=[REDACTED:" in written
+
+
+def test_a_declared_secret_inside_an_array_is_written_nowhere(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"users": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "code": {"type": "string", "format": "password"}}}}}}
+    args = {"users": [{"name": "ann", "code": "Opal-Trumpet-42"}, {"name": "bob", "code": "Jade-Drum-7"}]}
+    d, written = _record_through_a_trail(tmp_path, schema, args)
+    assert d["effect"] == "allow" and "/users/*/code" in d["redactions"]
+    assert b"Opal-Trumpet-42" not in written and b"Jade-Drum-7" not in written
+    assert b'"redactions":["/args_preview/users/0/code","/args_preview/users/1/code"]' in written

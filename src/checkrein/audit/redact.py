@@ -87,6 +87,7 @@ class Redactor:
         self._budget_chars = budget_chars if budget_chars is not None else max(8 * max_chars, 4096)
         self._key_cache: dict[str, bool] = {}
         self._keyset_cache: dict[tuple[Any, ...], bool | tuple[str, ...]] = {}
+        self._wild_cache: dict[frozenset[str], re.Pattern[str] | None] = {}
         self._clean: tuple[dict[str, None], dict[str, None]] = ({}, {})
         """Texts `mask_text` found nothing in: with the injected finder, and with the built-in set only."""
         self._fits: tuple[dict[bytes, None], dict[bytes, None]] = ({}, {})
@@ -250,15 +251,40 @@ class Redactor:
         scanned: bool = False,
     ) -> tuple[Any, list[str]]:
         """Return (redacted bounded copy, pointers of masked values). ``masked`` holds pointers
-        relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well.
+        relative to ``value`` (e.g. from a policy `Decision.redactions`) that are masked as well;
+        a ``*`` token in one stands for any array index or object key (`/users/*/code`, as the
+        policy names a ``kind = "secret"`` argument inside an array), and the pointers returned
+        name each concrete place masked.
         ``scan=False`` skips the secret finder (pass it only when `may_hold_secrets` said so for
         the canonical JSON of ``value``); key-based masking and bounds still apply.
         ``scanned``: the injected finder already read every string value of ``value`` (and JSON
         objects or arrays carried in them, one level deep) and ``masked`` holds each hit, so
         those strings get only the built-in patterns; keys and JSON nested deeper get both."""
         pointers: list[str] = []
-        walk = _Walk(self, pointers, masked, base, scan, scanned and self._injected is not None)
+        walk = _Walk(self, pointers, masked, base, scan, scanned and self._injected is not None,
+                     self._wildcards(masked) if masked else None)
         return walk.value(value, "", 0), pointers
+
+    def _wildcards(self, masked: frozenset[str]) -> re.Pattern[str] | None:
+        """One pattern matching every concrete pointer that a pointer with ``*`` tokens in
+        ``masked`` names, or None when there is none (most calls: not remembered); remembered per
+        set (a tool's pointers repeat call after call), up to 256 sets."""
+        if not any("/*" in m for m in masked):
+            return None
+        cache = self._wild_cache
+        try:
+            return cache[masked]
+        except KeyError:
+            pass
+        forms = [
+            "".join("/[^/]*" if t == "*" else "/" + re.escape(t) for t in m.split("/")[1:])
+            for m in masked if "*" in m.split("/")
+        ]
+        rx = re.compile("|".join(forms)) if forms else None
+        if len(cache) >= 256:
+            cache.clear()
+        cache[masked] = rx
+        return rx
 
     def mask_text(self, text: str, *, builtin_only: bool = False) -> tuple[str, bool]:
         """``text`` with finder spans replaced; True when something was masked. Only the first
@@ -299,12 +325,15 @@ class Redactor:
 
 
 class _Walk:
-    __slots__ = ("_base", "_budget", "_json_depth", "_masked", "_pointers", "_r", "_scan", "_scanned")
+    __slots__ = ("_base", "_budget", "_json_depth", "_masked", "_pointers", "_r", "_scan", "_scanned", "_wild")
 
     def __init__(
-        self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str, scan: bool, scanned: bool = False
+        self, r: Redactor, pointers: list[str], masked: frozenset[str], base: str, scan: bool, scanned: bool = False,
+        wild: re.Pattern[str] | None = None,
     ) -> None:
         self._r = r
+        self._wild = wild
+        """Matches the concrete pointers that the ``*`` pointers of ``masked`` name."""
         self._scan = scan
         self._scanned = scanned
         self._json_depth = 0
@@ -315,7 +344,7 @@ class _Walk:
         self._budget = r._budget_chars
 
     def value(self, v: Any, ptr: str, depth: int) -> Any:
-        if self._masked and ptr in self._masked:
+        if self._masked and (ptr in self._masked or (self._wild is not None and self._wild.fullmatch(ptr) is not None)):
             self._pointers.append(self._base + ptr)
             return MASK
         tp = type(v)

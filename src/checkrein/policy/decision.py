@@ -44,7 +44,8 @@ class Decision:
     risk: RiskLevel = "unknown"
     findings: tuple[Finding, ...] = ()
     redactions: tuple[str, ...] = ()
-    """JSON pointers of argument values that must be masked in logs."""
+    """JSON pointers of argument values that must be masked in logs; a ``*`` token (a `kind =
+    "secret"` argument inside an array: `/users/*/code`) stands for every index there."""
     error_code: str | None = None
     """Stable code when the effect is deny (e.g. `policy.denied`, `policy.error`)."""
     degraded: tuple[str, ...] = ()
