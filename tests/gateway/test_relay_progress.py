@@ -54,3 +54,13 @@ async def test_an_injection_is_withheld_by_the_real_inspector() -> None:
     got = await relay.progress_message("s", INJECTION, _Target())  # type: ignore[arg-type]
     assert INJECTION_MARK not in got and "withheld by checkrein" in got
     assert await relay.progress_message("s", "step 1 of 2", _Target()) == "step 1 of 2"  # type: ignore[arg-type]
+
+
+async def test_a_long_message_is_cut_before_it_is_checked() -> None:
+    """Padding cannot push an injection past the inspector's bound or a secret past the finder's:
+    the text is cut first, and what was checked is what goes on."""
+    relay = _relay(DefaultInspector(parse_config("").policy.results))
+    padded = await relay.progress_message("s", "x " * 150_000 + INJECTION, _Target())  # type: ignore[arg-type]
+    assert INJECTION_MARK not in padded and "characters cut by checkrein" in padded
+    secret = await relay.progress_message("s", "y" * 1_100_000 + f" token={SECRET}", _Target())  # type: ignore[arg-type]
+    assert SECRET not in secret and len(secret) < 20_000

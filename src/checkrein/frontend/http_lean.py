@@ -433,8 +433,8 @@ class _InitializeAnswer:
                 answer = pydantic_core.from_json(raw)
             except ValueError:
                 continue
-            if not isinstance(answer, dict) or answer.get("id") != self._rid:
-                continue
+            if not isinstance(answer, dict) or "method" in answer or answer.get("id") != self._rid:
+                continue  # another message (a request of the server's may reuse the id)
             result = answer.get("result")
             if isinstance(result, dict) and "error" not in answer and result.get("protocolVersion") in HANDSHAKE_PROTOCOL_VERSIONS:
                 self._lane._accepted = (self._caps, self._name)

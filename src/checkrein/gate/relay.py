@@ -194,13 +194,13 @@ class GateRelay:
             self.counters.dropped_notifications += 1
             return
         level = str(params.get("level", "info"))
-        data = _map_strings(params.get("data"), self._redact)
+        data = _map_strings(params.get("data"), lambda text: self._redact(_bounded(text)))
         if self._inspector is not None:
             texts = tuple(_strings(data))
             if texts:
                 call = _call_of(target, server, "log", {})
                 seen = self._inspector.inspect(call, ResultView.of_texts(*texts))
-                if seen.action != "deliver" or "injection" in seen.flags:
+                if seen.action != "deliver" or "injection" in seen.flags or "truncated" in seen.flags:
                     self.counters.dropped_notifications += 1
                     data = f"[a log message of {server!r} was withheld by checkrein: prompt injection signals]"
         upstream_logger = params.get("logger")
@@ -217,10 +217,10 @@ class GateRelay:
         """A progress notification's message, masked for secrets; withheld (a note instead) when it
         carries an injection, or when it cannot be checked (fail closed: the numbers still go)."""
         try:
-            text = self._redact(message)
+            text = self._redact(_bounded(message))
             if self._inspector is not None:
                 seen = self._inspector.inspect(_call_of(target, server, "progress", {}), ResultView.of_texts(text))
-                if seen.action != "deliver" or "injection" in seen.flags:
+                if seen.action != "deliver" or "injection" in seen.flags or "truncated" in seen.flags:
                     self.counters.withheld_progress_messages += 1
                     return f"[a progress message of {server!r} was withheld by checkrein: prompt injection signals]"
         except Exception:  # fail closed: text that could not be checked is not shown
@@ -287,6 +287,18 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v, depth + 1)]
     return []
+
+
+MAX_NOTE_CHARS = 16_384
+"""Longest text of a log or progress message relayed: what is checked is what goes on, and a
+longer text is cut first (so neither the secret finder's nor the inspector's own bound leaves an
+unchecked tail for the client to read)."""
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_NOTE_CHARS:
+        return text
+    return text[:MAX_NOTE_CHARS] + f" [... {len(text) - MAX_NOTE_CHARS} characters cut by checkrein]"
 
 
 def _map_strings(value: Any, fn: Callable[[str], str], depth: int = 0) -> Any:
