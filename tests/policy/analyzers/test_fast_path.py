@@ -197,17 +197,99 @@ def test_long_token_test_agrees_with_the_regex_it_replaced(value: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PIECES + ["not", "between", "in (", "in(", " or ", " and ", "1", "x"]), max_size=10).map("".join))
 def test_boolean_words_guard_is_a_necessary_condition(value: str) -> None:
-    """Every `_BOOLEAN_WORDS` match holds `not`, `between` or `(`, the guard `sql.may_find` tests first."""
+    """Every `_BOOLEAN_GUARD` match holds `not`, `between` or `(`, the guard `sql.may_find` tests first, and
+    `_BOOLEAN_GUARD` (what `may_find` searches) matches wherever `_BOOLEAN_WORDS` (the check's gate) does."""
     low = value.lower()
-    if sql._BOOLEAN_WORDS.search(low) is not None:
+    if sql._BOOLEAN_GUARD.search(low) is not None:
         assert "not" in low or "between" in low or "(" in low
+    if sql._BOOLEAN_WORDS.search(low) is not None:
+        assert sql._BOOLEAN_GUARD.search(low) is not None
 
 
 @pytest.mark.parametrize("value", ["x or 1 between 0 and 2", "a OR NOT 0", "1 and 1 in (1)", "q or ( a not between 1 and 2"])
 def test_boolean_tautologies_pass_the_guard_and_are_reported(value: str) -> None:
     """The guarded regex still fires on the tautologies it exists for."""
-    assert sql._BOOLEAN_WORDS.search(value.lower()) is not None
+    assert sql._BOOLEAN_GUARD.search(value.lower()) is not None
     assert sql.may_find(value, None)
+
+
+# --- `sql.may_find` admits whatever `check_sql` finds -----------------------------------------------
+
+# `check_sql` runs its fragments on `normalize_sql` output (whitespace runs collapsed to one space); the
+# prefilter sees the raw value, where that space can be any run of whitespace, or none before `(`.
+_SPACES = st.sampled_from(["", " ", "  ", "\n", "\t", "\r\n", "\u2028", "\u00a0", " \t\n", "\x0c", "\u3000"])
+
+
+def _respace(data: st.DataObject, text: str) -> str:
+    parts = text.split(" ")
+    out = parts[0]
+    for part in parts[1:]:
+        out += data.draw(_SPACES) + part
+    return out.upper() if data.draw(st.booleans()) else out
+
+
+def _sql_admits(value: str) -> None:
+    if sql.check_sql([value], "/v", None, ScanContext()):
+        assert sql.may_find(value, None), value
+        assert sql.may_find(value, None, frozenset(c for c in value if c in TRIGGERS)), value
+
+
+@pytest.mark.parametrize("index", range(len(sql._FRAGMENTS)), ids=[f"{i}-{k}" for i, (k, _, _) in enumerate(sql._FRAGMENTS)])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_sql_prefilter_admits_every_fragment_match(index: int, data: st.DataObject) -> None:
+    """Strings drawn from each `_FRAGMENTS` pattern itself (so a new fragment is covered the day it is
+    added), as drawn and with every space replaced by another whitespace run or none, in either case:
+    wherever `check_sql` reports something, `may_find` lets the value through."""
+    drawn = data.draw(st.from_regex(sql._FRAGMENTS[index][2]))
+    _sql_admits(drawn)
+    _sql_admits(_respace(data, drawn))
+
+
+@pytest.mark.parametrize("name", sorted(sql._DANGEROUS_FUNCS | sql._TIME_FUNCS))
+def test_sql_prefilter_admits_every_known_function_call(name: str) -> None:
+    """Every function the check knows, called in a value that is not a `query`: reported or not by the
+    fragments, never dropped by the prefilter."""
+    for value in (f"{name}(1)", f"x {name} (0x41)", f"{name.upper()}\n(16384, '/tmp/x')", f"1 or {name}\t(5)", f"{name}(\u2028'a')"):
+        _sql_admits(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("1\nOR NOT 0", "tautology"), ("1\tOR NOT 0", "tautology"), ("1 OR\nNOT 0", "tautology"), ("1\u2028or 1 in (1)", "tautology"),
+        ("1 OR(NOT 0)", "tautology"), ("1 or(1 in (1))", "tautology"), ("1 and(not 0)", "tautology"), ("x,or not 0", "tautology"),
+        ("1\u00a0or\u00a01\u00a0between\u00a00\u00a0and\u00a02", "tautology"), ("1 or  not(0)", "tautology"),
+        ("sys_exec(0x6964)", "dangerous_function"), ("sys_eval(0x6964)", "dangerous_function"), ("sys_bineval(0x6964)", "dangerous_function"),
+        ("lo_export(16384, $$/tmp/x$$)", "dangerous_function"), ("lo_put(1,0,0x41)", "dangerous_function"),
+        ("lo_from_bytea(0, 0x41)", "dangerous_function"), ("dblink_exec(1)", "dangerous_function"), ("dblink_connect (1)", "dangerous_function"),
+        ("create function f() returns void as $$ import os $$ language plpython3u", "dangerous_function"),
+        ("CREATE OR REPLACE\nFUNCTION f() RETURNS int AS $$x$$ LANGUAGE c", "dangerous_function"),
+    ],
+)  # fmt: skip
+def test_sql_attacks_without_a_trigger_character_pass_the_prefilter(value: str, kind: str) -> None:
+    """Tautologies spaced by any whitespace or none before `(`, and dangerous calls and `CREATE FUNCTION
+    ... LANGUAGE` with no quote or comparison: reported by the fast path as by the full scan."""
+    assert kind in {f.kind for f in sql.check_sql([value], "/v", None, ScanContext())}
+    assert sql.may_find(value, None)
+    fast, full = _both(value, None)
+    assert ("sql", kind, "/v") in full and full <= fast
+
+
+_SQL_SEEDS = [
+    "1 or not 0", "1 and not 0", "x or 1 in (1)", "1 or 1 between 0 and 2", "1 or ( not 0 )", "a or not null", "1 and 2 not between 3 and 4",
+    "sys_exec (1)", "lo_put (1)", "dblink_send_query (1)", "load_extension (1)", "create or replace function f () language plperlu",
+    "1 ; drop table users", "into outfile x", "copy t to program x", "backup database x", "bulk insert t", "load data infile x",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_SQL_SEEDS), st.data())
+def test_sql_prefilter_admits_attacks_in_any_whitespace(seed: str, data: st.DataObject) -> None:
+    """The seeds with their spaces replaced by `\\n`, `\\t`, `\\r\\n`, `\\u2028`, `\\u00a0`, runs of spaces or
+    nothing (`or(`), in either case, between random pieces: whatever `check_sql` finds passes `may_find`."""
+    value = data.draw(_PIECE_RUN) + _respace(data, seed) + data.draw(_PIECE_RUN)
+    _sql_admits(value)
 
 
 _QUIET_VALUES = st.from_regex(QUIET_WORD, fullmatch=True).filter(lambda v: len(v) < 12 and v.isascii())

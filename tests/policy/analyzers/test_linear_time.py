@@ -27,6 +27,7 @@ ADVERSARIAL: dict[str, tuple[str, ArgKind]] = {
     "backslashes": ("\\" * MB, "command"),
     "entities": ("&#" * (MB // 2), "path"),
     "fullwidth": ("\uff0e" * MB, "path"),
+    "spaced_boolean": ("1 or" + " " * MB + "x(", "path"),  # `sql.may_find` once backtracked quadratically here
 }
 
 

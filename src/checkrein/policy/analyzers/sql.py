@@ -476,8 +476,11 @@ def looks_like_sql(text: str) -> bool:
 
 # For a value that is not a `query`, every fragment in `_FRAGMENTS` (and the quote probe) needs, in
 # the lowercased value: a quote (or look-alike), comparison, backslash or NUL; a leading boolean or
-# clause word; `select`, a comment, `@@`; a statement after `;`; one of the function calls; one of
-# the `_` names; or one of the few all-letter dangerous phrases. `may_find` tests exactly these.
+# clause word; `select`, a comment, `@@`; a statement after `;`; a quote-free boolean tautology; one
+# of the function calls; one of the `_` names; or one of the few all-letter dangerous phrases.
+# `may_find` tests exactly these on the raw lowercased value: the fragments run on `normalize_sql`
+# output, so where they have one space (or ` ?`) its regexes take any whitespace run (`\s*`, `\s+`).
+# Tests draw strings from every `_FRAGMENTS` pattern and check that `may_find` admits each one found.
 TRIGGERS = frozenset("'\"`=<>\\\x00\u2032\u2019\u2018\u201c\u201d\u00b4")
 # No character outside `TRIGGERS` lowercases into one and each lowercases to itself (a test checks
 # every code point), so searching the value or its lowercase form is the same test.
@@ -486,12 +489,21 @@ _LEADING_WORD = re.compile(r"[\s)]*(?:and|or|xor|&&|\|\||order|group|having|proc
 _STATEMENT_AFTER_SEMICOLON = re.compile(r";\s*(?:drop|truncate|shutdown|declare|exec|insert|delete|update|create|alter|grant|select|waitfor)")
 _CALL = re.compile(
     r"(?:sleep|benchmark|randomblob|char|chr|convert|cast|load_file|extractvalue|updatexml|current_setting|lo_import|pg_read_file"
-    r"|load_extension|dblink|openrowset|opendatasource|openquery|writefile|concat|fts3_tokenizer)\s*\("
+    r"|load_extension|dblink(?:_exec|_connect|_send_query)?|openrowset|opendatasource|openquery|writefile|concat|fts3_tokenizer"
+    r"|sys_(?:exec|eval|bineval)|lo_(?:export|from_bytea|put))\s*\("
 )
 _UNDERSCORE_NAME = re.compile(r"(?:xp|sp|utl|dbms|pg)_|information_schema|sqlite_master")
-_PHRASE = re.compile(r"into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+data|copy\s|attach\s|bulk\s+insert")
+_PHRASE = re.compile(
+    r"into\s+(?:out|dump)file|backup\s+(?:database|log)|load\s+data|copy\s|attach\s|bulk\s+insert|create\s+(?:or\s+replace\s+)?function\b"
+)
 # Tautologies spelled without a quote or comparison sign: `or 1 between 0 and 2`, `or 1 in (1)`, `or not 0`.
 _BOOLEAN_WORDS = re.compile(r"\b(?:or|and)\s+\(?\s*(?:\w+\s+(?:not\s+)?(?:between|in\s*\()|not\b)")
+# What `may_find` searches for them in the raw lowercased value: a superset of `_BOOLEAN_WORDS` and of the
+# tautology fragment's quote-free branches on `normalize_sql` output (any whitespace run, or none, where those
+# have one space: `or\nnot 0`, `or(not 0)`, `,and not0`). `[oa](?<!\w[oa])` is `\b(?:or|and)` spelled
+# so that the regex engine can skip to an `o` or an `a` (about twice as fast on prose); `\s*(?:\(\s*)?` is
+# `\s*\(?\s*` without its quadratic backtracking over a long whitespace run (this runs on the raw value).
+_BOOLEAN_GUARD = re.compile(r"[oa](?<!\w[oa])(?:(?<=o)r|(?<=a)nd)\b\s*(?:\(\s*)?(?:\w+\s+(?:not\s+)?(?:between|in\s*\()|not)")
 
 
 def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
@@ -509,16 +521,18 @@ def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None)
     if ";" in low and _STATEMENT_AFTER_SEMICOLON.search(low) is not None:
         return True
     if (
-        (" or " in low or " and " in low or "or\t" in low or "and\t" in low)
-        and ("not" in low or "between" in low or "(" in low)  # every `_BOOLEAN_WORDS` match holds one
-        and _BOOLEAN_WORDS.search(low) is not None
+        ("or" in low or "and" in low)
+        and ("not" in low or "between" in low or "(" in low)  # every `_BOOLEAN_GUARD` match holds one
+        and _BOOLEAN_GUARD.search(low) is not None
     ):
         return True
     if "(" in low and _CALL.search(low) is not None:
         return True
     if "_" in low and _UNDERSCORE_NAME.search(low) is not None:
         return True
-    return ("into" in low or "backup" in low or "load" in low or "copy" in low or "attach" in low or "bulk" in low) and _PHRASE.search(low) is not None
+    return (
+        "into" in low or "backup" in low or "load" in low or "copy" in low or "attach" in low or "bulk" in low or "function" in low
+    ) and _PHRASE.search(low) is not None
 
 
 def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: ScanContext) -> list[Finding]:
