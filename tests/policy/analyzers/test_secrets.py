@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import sys
 
 import pytest
 from _analyzer_helpers import kinds_of, scan_one
@@ -127,12 +129,88 @@ _SPOKEN_PIECES = st.sampled_from(
     ).map("".join)
 )
 def test_the_spoken_password_gate_is_a_necessary_condition(text: str) -> None:
-    """`_may_speak_password` says no only where the foreign-word test it refines (`_direct`'s test
-    before the copula gate) passes and `_spoken_password_spans` still finds nothing."""
+    """`_may_speak_password` says no only where `_spoken_password_spans` finds nothing."""
+    if secrets._spoken_password_spans(text):
+        assert secrets._may_speak_password(text, text.lower())
+
+
+# `_SPOKEN_PASSWORD`'s own structure: each word (a regex piece, drawn by Hypothesis from the piece itself
+# in any case), each separator form with every `\s` one of many whitespace characters, then a value.
+_ONE_SPACE = st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\u00a0", "\u2003", "\u2028", "\u3000"])
+_CASED = st.sampled_from(["lower", "upper", "title", "swapcase"])
+
+
+def _spelled(piece: str) -> st.SearchStrategy[str]:
+    return st.tuples(st.from_regex(piece, fullmatch=True), _CASED).map(lambda t: getattr(t[0], t[1])())
+
+
+_SPOKEN_SEPARATORS = st.one_of(
+    st.tuples(_ONE_SPACE, st.sampled_from(secrets._SPOKEN_COPULAS).flatmap(_spelled), _ONE_SPACE).map("".join),
+    st.tuples(_ONE_SPACE | st.just(""), st.sampled_from(secrets._SPOKEN_MARKS), _ONE_SPACE | st.just("")).map("".join),
+    st.tuples(_ONE_SPACE, st.sampled_from(secrets._SPOKEN_PHRASES).flatmap(_spelled), _ONE_SPACE).map("".join),
+)
+_SPOKEN_TEXTS = st.tuples(
+    st.sampled_from(["", "my ", "Das ", "WiFi ", "x\n", "(", "le ", "»"]),
+    st.sampled_from(secrets._SPOKEN_WORDS).flatmap(_spelled),
+    _SPOKEN_SEPARATORS,
+    st.sampled_from(["hunt3r!x9", "83hd7!x2", "Geheim123x", "s3cr3t-Pa55", "8x7!kq2z", "\u201chunt3r!x9\u201d", "'Tr0ub4d&3x'"]),
+    st.sampled_from(["", ".", " thanks", "\n"]),
+).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_SPOKEN_TEXTS)
+def test_the_spoken_password_gate_admits_every_word_and_separator_of_the_regex(text: str) -> None:
+    """Word x separator x value, drawn from `_SPOKEN_PASSWORD`'s own alternatives (bare `PIN:`,
+    `Passcode：`, `password equals`, `password 是`, `mot\\nde\\npasse =`...): wherever the regex matches,
+    the gate admits the text, and where it finds a password `find_secrets` and `may_find` report it."""
     lowered = text.lower()
-    words = secrets._FOREIGN_ASCII if lowered.isascii() else secrets._FOREIGN_PREFILTER
-    if any(w in lowered for w in words) and secrets._spoken_password_spans(text):
-        assert secrets._may_speak_password(text, lowered)
+    if secrets._SPOKEN_PASSWORD.search(text) is not None:
+        assert secrets._may_speak_password(text, lowered), text
+    if secrets._spoken_password_spans(text):
+        assert any(sp.kind == "password" for sp in find_secrets(text)), text
+        assert secrets.may_find(text, None), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.from_regex(secrets._SPOKEN_PASSWORD))
+def test_the_spoken_password_gate_admits_whatever_the_regex_matches(text: str) -> None:
+    """Strings Hypothesis draws from the whole regex (random context and values): the gate admits each match."""
+    if secrets._SPOKEN_PASSWORD.search(text) is not None:
+        assert secrets._may_speak_password(text, text.lower()), text
+
+
+def test_the_gates_folding_covers_what_ignorecase_equates() -> None:
+    """For every code point that `(?i)` matches to a character of a needle, lowering and folding it gives
+    that character; and no ASCII character matches a non-ASCII character of the regex (so an ASCII text,
+    lowered, needs only the ASCII needles, marks and copulas)."""
+    needle_chars = sorted(set("".join(secrets._FOREIGN_PREFILTER)))
+    any_needle_char = re.compile("(?i)[" + "".join(map(re.escape, needle_chars)) + "]")
+    for cp in range(sys.maxunicode + 1):
+        c = chr(cp)
+        if any_needle_char.fullmatch(c) is not None:
+            for w in needle_chars:
+                if re.fullmatch("(?i)" + re.escape(w), c):
+                    assert c.lower().translate(secrets._CASE_FOLD) == w, (hex(cp), w)
+    pieces = "".join((*secrets._SPOKEN_WORDS, *secrets._SPOKEN_COPULAS, *secrets._SPOKEN_MARKS, *secrets._SPOKEN_PHRASES))
+    foreign = [c for c in set(pieces) if not c.isascii()]
+    assert not [(a, c) for a in map(chr, range(128)) for c in foreign if re.fullmatch("(?i)" + re.escape(c), a)]
+    assert all(secrets._needle(w) in secrets._FOREIGN_PREFILTER for w in secrets._SPOKEN_WORDS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["PIN: 83hd7!x2", "Passcode: 83hd7!x2z", "pin code = 8x7!kq2z", "password equals hunt3r!x9", "password 是 hunt3r!x9",
+     "PASSWORD は hunt3r!x9", "WiFi password：hunt3r!x9", "mot\nde\npasse: hunter22!", "kata\tsandi = hunter22!",
+     "pa\u017f\u017fword: hunt3r!x9", "p\u0131n: 83hd7!x2", "P\u0130N: 83hd7!x2", "\u043f\u0430\u0440\u1c82\u043b\u044c: hunt3r!x9"],
+)  # fmt: skip
+def test_a_bare_password_word_with_any_separator_is_found(text: str) -> None:
+    """The bare words (`PIN`, `passcode`, `password`) with `:`, `=`, `：`, `equals`, `是`, `は`; phrases split
+    by other whitespace; characters `(?i)` equates with a needle's (`ſ`, `ı`, `İ`, Cyrillic narrow o)."""
+    assert secrets._spoken_password_spans(text), "fixture: the regex matches"
+    assert any(sp.kind == "password" for sp in find_secrets(text))
+    assert secrets.may_find(text, None)
+    assert scan_value(text, "/v", None, ScanContext()) == scan_value(text, "/v", None, ScanContext(), full=True)
 
 
 @pytest.mark.parametrize("value", ["Passwort\tist\tgeheim123!", "my password\nis\nhunter22x", "Kennwort ist Geheim123x"])

@@ -377,19 +377,14 @@ def _candidates(prefixes: frozenset[str]) -> tuple[_Rule, ...]:
     return found
 
 
-# Between a spoken-password word and its value, ASCII text without `:` or `=` has a copula with
-# whitespace on both sides (every ASCII separator `_SPOKEN_PASSWORD` accepts; a test checks this).
-# Searched in the lowercased text (for ASCII the same as `(?i)`, and ~3x faster).
-_ASCII_COPULA = re.compile(r"\s(?:is|ist|es|est|er|jest|je|equals|lautet)\s")
-
-
 def _may_speak_password(text: str, lowered: str) -> bool:
     """False only when `_spoken_password_spans(text)` is certainly empty (``lowered`` is ``text.lower()``)."""
     if lowered.isascii():
-        if ":" not in text and "=" not in text and _ASCII_COPULA.search(lowered) is None:
+        if not any(map(text.__contains__, _ASCII_MARKS)) and _ASCII_COPULA.search(lowered) is None:
             return False
         return any(map(lowered.__contains__, _FOREIGN_ASCII))
-    return any(map(lowered.__contains__, _FOREIGN_PREFILTER))
+    folded = lowered.translate(_CASE_FOLD)
+    return any(map(folded.__contains__, _FOREIGN_PREFILTER))
 
 
 def _direct(t: str) -> list[SecretSpan]:
@@ -433,22 +428,48 @@ def _direct(t: str) -> list[SecretSpan]:
     return spans
 
 
-# The word for "password" in other languages, and the English "my password is ...": the value
-# after a colon, `=` or a copula, when it looks like a password (a digit or a symbol in it).
-_FOREIGN_PREFILTER = (
-    "passwort", "kennwort", "contrase", "clave", "mot de passe", "senha", "пароль", "密码", "密碼", "口令",
-    "パスワード", "비밀번호", "암호", "wachtwoord", "hasło", "haslo", "şifre", "sifre", "lösenord", "losenord",
-    "adgangskode", "salasana", "jelszó", "heslo", "parolă", "parola", "κωδικ", "סיסמה", "كلمة المرور", "पासवर्ड",
-    "mật khẩu", "kata sandi", "รหัสผ่าน", "password is", "passphrase is", "passcode is", "pin is", "pin code is",
+# The word for "password" in many languages (English too: "my password is ...", "PIN: ..."), then a
+# separator (a copula, a colon, `=`, `是`...), then the value, when it looks like a password (a digit or a
+# symbol in it). Regex pieces: `\s` joins the words of a phrase, `(?:...)?` is an optional tail.
+_SPOKEN_WORDS = (
+    "passwort", "kennwort", "contraseña", "contrasena", "clave", r"mot\sde\spasse", "senha", "пароль", "密码", "密碼", "口令",
+    "パスワード", "비밀번호", "암호", "wachtwoord", "hasło", "haslo", "şifre", "sifre", "lösenord", "losenord", "adgangskode",
+    "salasana", "jelszó", "heslo", "parolă", "parola", r"κωδικός(?:\sπρόσβασης)?", "סיסמה", r"كلمة\sالمرور", "पासवर्ड",
+    r"mật\skhẩu", r"kata\ssandi", "รหัสผ่าน", "password", "passphrase", "passcode", r"pin(?:\scode)?",
 )  # fmt: skip
-# An ASCII text can hold only the ASCII words (lowercasing ASCII stays ASCII).
-_FOREIGN_ASCII = tuple(w for w in _FOREIGN_PREFILTER if w.isascii())
+_SPOKEN_COPULAS = ("is", "ist", "es", "est", "é", "è", "är", "er", "jest", "je", "это", "equals")  # `\s` on both sides
+_SPOKEN_MARKS = ("是", "は", "은", "는", ":", "：", "=")  # an optional `\s` on either side
+_SPOKEN_PHRASES = ("lautet", r"ist\sjetzt", r"is\snow")  # `\s` on both sides
 _SPOKEN_PASSWORD = re.compile(
-    r"(?i)(?<![\w])(?:passwort|kennwort|contraseña|contrasena|clave|mot\sde\spasse|senha|пароль|密码|密碼|口令|パスワード|비밀번호|암호"
-    r"|wachtwoord|hasło|haslo|şifre|sifre|lösenord|losenord|adgangskode|salasana|jelszó|heslo|parolă|parola|κωδικός(?:\sπρόσβασης)?"
-    r"|סיסמה|كلمة\sالمرور|पासवर्ड|mật\skhẩu|kata\ssandi|รหัสผ่าน|password|passphrase|passcode|pin(?:\scode)?)"
-    r"(?:\s(?:is|ist|es|est|é|è|är|er|jest|je|это|equals)\s|\s?(?:是|は|은|는|:|：|=)\s?|\s(?:lautet|ist\sjetzt|is\snow)\s)"
+    r"(?i)(?<![\w])(?:" + "|".join(_SPOKEN_WORDS) + ")"
+    r"(?:\s(?:" + "|".join(_SPOKEN_COPULAS) + r")\s|\s?(?:" + "|".join(_SPOKEN_MARKS) + r")\s?|\s(?:" + "|".join(_SPOKEN_PHRASES) + r")\s)"
     r"[\"'«“„`]?([^\s\"'»”“`,;]{6,128})"
+)
+# `(?i)` equates a few characters that `str.lower` keeps apart (`ſ` and `s`, `ı` and `i`, `ς` and `σ`,
+# Greek and Cyrillic symbol forms; `İ` lowers to `i` and a combining dot): `_may_speak_password` folds
+# them in non-ASCII text. A test checks every code point against every character of the needles.
+_CASE_FOLD = str.maketrans(
+    {"ı": "i", "ſ": "s", "\u0345": "ι", "\u1fbe": "ι", "ς": "σ", "ϐ": "β", "ϖ": "π", "ϰ": "κ", "ϱ": "ρ", "\u1c82": "о", "\u0307": None}
+)
+
+
+def _needle(word: str) -> str:
+    """The longest literal piece every match of the regex piece ``word`` holds, lowercased and folded."""
+    return max(re.sub(r"\(\?:[^)]*\)\?", "", word).split(r"\s"), key=len).lower().translate(_CASE_FOLD)
+
+
+# Every `_SPOKEN_PASSWORD` match holds one of these, derived from its words (`passe` for `mot de passe`,
+# `pin` for `pin code`): a substring test in the lowercased, folded text.
+_FOREIGN_PREFILTER = tuple(dict.fromkeys(_needle(w) for w in _SPOKEN_WORDS))
+# An ASCII text can hold only the ASCII words (lowercasing ASCII stays ASCII; no non-ASCII character of
+# the regex matches an ASCII one under `(?i)`, a test checks it).
+_FOREIGN_ASCII = tuple(w for w in _FOREIGN_PREFILTER if w.isascii())
+# Between a spoken-password word and its value, ASCII text holds an ASCII mark (`:`, `=`) or an ASCII
+# copula (or the first word of a phrase) with whitespace on both sides: every ASCII separator the regex
+# accepts. Searched in the lowercased text (for ASCII the same as `(?i)`, and ~3x faster).
+_ASCII_MARKS = tuple(m for m in _SPOKEN_MARKS if m.isascii())
+_ASCII_COPULA = re.compile(
+    r"\s(?:" + "|".join(dict.fromkeys(w for w in (*_SPOKEN_COPULAS, *(p.split(r"\s")[0] for p in _SPOKEN_PHRASES)) if w.isascii())) + r")\s"
 )
 
 
