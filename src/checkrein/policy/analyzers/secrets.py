@@ -24,7 +24,14 @@ from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
 from .api import ScanContext, SecretSpan, char_class
-from .secret_forms import aws_secret_pairs, encoded_spans, headerless_private_keys, joined_forms, map_back
+from .secret_forms import (
+    _INVISIBLE,
+    aws_secret_pairs,
+    encoded_spans,
+    headerless_private_keys,
+    joined_forms,
+    map_back,
+)
 
 __all__ = ["MAX_SECRET_SCAN", "TRIGGERS", "URL_TOKEN", "check_secrets", "find_secrets", "is_placeholder", "may_find", "redact_secrets", "shannon_entropy"]
 
@@ -501,11 +508,14 @@ def redact_secrets(text: str, mask: str = "[REDACTED:{kind}]") -> tuple[str, lis
     return "".join(out), spans
 
 
-# Every rule needs an assignment or header operator (`:`, `=`), a quote, a PEM `-----` line, or a
-# token of at least 16 non-space characters (the shortest provider format, `bearer` tokens and
-# JWTs included); prose made of ordinary words has none of these.
+# Every rule needs an assignment or header operator (`:`, `=`), a quote, a PEM `-----` line, a
+# JWT's `eyJ` (its segments may be spaced around the dots, `eyJ...\n.\neyJ...`, each shorter than
+# 16), or a token of at least 16 non-space characters (the shortest provider format, `bearer`
+# tokens included); prose made of ordinary words has none of these. Invisible characters, which
+# `joined_forms` removes, only lengthen a run, but can split an `eyJ`.
 TRIGGERS = frozenset(":=\"'`")
 _SECRET_TRIGGER = char_class(TRIGGERS)
+_DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
 
 
 def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None) -> bool:
@@ -517,6 +527,8 @@ def may_find(value: str, kind: ArgKind | None, triggers: Set[str] | None = None)
         return True
     if _may_speak_password(value, value.lower()):
         return True
+    if "eyJ" in value or (not value.isascii() and "eyJ" in value.translate(_DROP_INVISIBLE)):
+        return True  # the `jwt` rule (case-sensitive), which allows whitespace around the dots
     # A run of 16 non-space characters (`str.split` and `\s` agree on what a space is).
     return len(value) >= 16 and max(map(len, value.split()), default=0) >= 16
 
