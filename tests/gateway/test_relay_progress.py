@@ -8,7 +8,7 @@ import pytest
 
 from checkrein.config import parse_config
 from checkrein.gate.counters import Counters
-from checkrein.gate.relay import GateRelay
+from checkrein.gate.relay import GateRelay, _call_of
 from checkrein.policy.inspect import DefaultInspector
 from checkrein.testing.content_server import INJECTION, INJECTION_MARK, SECRET
 
@@ -64,3 +64,15 @@ async def test_a_long_message_is_cut_before_it_is_checked() -> None:
     assert INJECTION_MARK not in padded and "characters cut by checkrein" in padded
     secret = await relay.progress_message("s", "y" * 1_100_000 + f" token={SECRET}", _Target())  # type: ignore[arg-type]
     assert SECRET not in secret and len(secret) < 20_000
+
+
+def test_a_server_request_too_long_to_inspect_whole_is_refused() -> None:
+    """A sampling request padded past the inspector's bound, an injection at its end: refused, not
+    forwarded whole with only its head inspected."""
+    relay = _relay(DefaultInspector(parse_config("").policy.results))
+    call = _call_of(None, "s", "sampling", {})
+    padded = {"messages": [{"role": "user", "content": {"type": "text", "text": "x " * 150_000 + INJECTION}}]}
+    _, _, why = relay._inspect_request(call, "sampling", padded)
+    assert "too long to inspect whole" in why
+    short = {"messages": [{"role": "user", "content": {"type": "text", "text": "What is six times seven?"}}]}
+    assert relay._inspect_request(call, "sampling", short)[2] == ""

@@ -128,10 +128,12 @@ class GateRelay:
         if not texts:
             return params, (), ""
         inspection = self._inspector.inspect(call, ResultView.of_texts(*texts))
-        if inspection.action != "deliver":
+        if inspection.action != "deliver" or "truncated" in inspection.flags:
+            # A text the inspector had to cut was not read to its end, and it would go on whole.
+            reason = inspection.reason if inspection.action != "deliver" else "its text is too long to inspect whole"
             return params, inspection.flags, (
                 f"the {kind} request of {call.server!r} was refused by checkrein: "
-                + (inspection.reason or "its text did not pass result inspection")
+                + (reason or "its text did not pass result inspection")
             )
         return _map_strings(params, self._redact), inspection.flags, ""
 
