@@ -273,3 +273,18 @@ def test_guarded_rules_still_find_their_tokens() -> None:
     discord = "M" + "a" * 23 + "." + "abcdef" + "." + "Zq8Xw2Lm4Np6Rt0Vb3Yc5Hd7Jf9Kg"
     assert any(sp.kind == "twilio_key" for sp in secrets.find_secrets(f"key {twilio} end"))
     assert secrets._RULES[[r.kind for r in secrets._RULES].index("discord_token")].pattern.search(discord) is not None
+
+
+def test_a_prefix_inside_another_rules_prefix_still_selects_its_rule() -> None:
+    """A Discord token whose dots follow an `s` (`s.` is the vault rule's prefix): the prefilter's
+    regex took `s.` at each dot, never reported the `.` the Discord rule needs, and the token was
+    not found."""
+    token = "MTk4NjIyNDgzNDcxOTI1MjQ4s.Cl2FMs.ZnCjm1XVW7vRze4b7Cq4se7kKWsQ9"
+    assert [sp.kind for sp in find_secrets(f"token {token}")] == ["discord_token"]
+
+
+def test_candidates_are_every_rule_whose_prefix_occurs() -> None:
+    lowered = "hvs. sk_live_ xoxb- . | accountkey= key-".lower()
+    want = {i for i, r in enumerate(secrets._RULES) if any(p in lowered for p in r.prefilter)}
+    got = {secrets._RULES.index(r) for r in secrets._candidates(frozenset(secrets._PREFILTER.present(lowered)))}
+    assert got == want

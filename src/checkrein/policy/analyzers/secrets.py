@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from checkrein._trie import trie_regex
+from checkrein._trie import WordFinder
 from checkrein.config.policy import ArgKind
 from checkrein.policy.decision import Finding
 
@@ -144,9 +144,10 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-# One pass over the text finds which rules can possibly match (a C-speed scan instead of a
-# Python loop over every rule's prefixes); `_RULES_BY_PREFIX` then visits only those rules.
-_PREFILTER = re.compile(trie_regex({p for r in _RULES for p in r.prefilter}))
+# One pass over the text finds which rules can possibly match (a compiled Aho-Corasick scan that
+# reports every prefix occurring anywhere, overlapping ones included: `s.` inside a token does not
+# hide the `.` another rule needs); `_RULES_BY_PREFIX` then visits only those rules.
+_PREFILTER = WordFinder({p for r in _RULES for p in r.prefilter})
 _RULES_BY_PREFIX: dict[str, tuple[int, ...]] = {
     p: tuple(i for i, r in enumerate(_RULES) if p in r.prefilter) for r in _RULES for p in r.prefilter
 }
@@ -398,7 +399,7 @@ def _direct(t: str) -> list[SecretSpan]:
     """The pattern and keyword pass over ``t`` as it is (spans unsorted, may overlap)."""
     lowered = t.lower()
     spans: list[SecretSpan] = []
-    for rule in _candidates(frozenset(_PREFILTER.findall(lowered))):
+    for rule in _candidates(frozenset(_PREFILTER.present(lowered))):
         if rule.guard and not any(map(t.__contains__, rule.guard)):
             continue  # the pattern is case-sensitive and needs one of these substrings
         covered = 0
