@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .api import SecretSpan
 
@@ -34,6 +34,19 @@ MAX_DECODED = 65_536
 _MAX_RUNS = 64
 
 
+# `_JOIN` is tried at every quote (~80 us per 4 KB of JSON). Every match is a quote, then only
+# spaces and joiner characters, then the same quote: with those characters deleted and every
+# other byte but the quotes made `x`, two equal quotes touch.
+_JOIN_FILLER = b" \t\r\n+.|&"
+_JOIN_MARKS = bytes(b if b in b"\"'`" else 0x78 for b in range(256))
+
+
+def _may_join(text: str) -> bool:
+    """False only when `_JOIN` cannot match in ``text``."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_JOIN_MARKS, _JOIN_FILLER)
+    return b'""' in marks or b"''" in marks or b"``" in marks
+
+
 def joined_forms(text: str) -> list[tuple[str, list[int]]]:
     """The text with invisible characters removed, and with adjacent string literals joined;
     each with the index in ``text`` of every character it keeps. Empty when neither applies."""
@@ -41,7 +54,7 @@ def joined_forms(text: str) -> list[tuple[str, list[int]]]:
     if not text.isascii() and any(c in _INVISIBLE for c in text):
         keep = [i for i, c in enumerate(text) if c not in _INVISIBLE]
         out.append(("".join(text[i] for i in keep), keep))
-    if ("\"" in text or "'" in text or "`" in text) and _JOIN.search(text) is not None:
+    if ("\"" in text or "'" in text or "`" in text) and _may_join(text) and _JOIN.search(text) is not None:
         keep = []
         pos = 0
         for m in _JOIN.finditer(text):
@@ -62,6 +75,14 @@ def map_back(spans: list[SecretSpan], index: list[int]) -> list[SecretSpan]:
 
 
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,4096}={0,2}(?![A-Za-z0-9+/_\-=])")
+# `_BASE64_RUN` and `_HEX_RUN` open with a lookbehind, so `re` tries them at every position
+# (~75 and ~200 us per 4 KB of prose; a class-first `[...]{20}` is no faster in text made of
+# letters). In ASCII text one `bytes.translate` marks their characters and `bytes.find` looks for
+# 20 (24 hex digits) of them in a row: a base64 match can only start where such a run begins
+# (the lookbehind holds nowhere else in it), and a hex match needs 24 hex digits in a row.
+_B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_B64_MARKS = bytes(0x61 if b in _B64_CHARS else 0x20 for b in range(256))
+_HEX_MARKS = bytes(0x61 if b in b"0123456789abcdefABCDEF" else 0x20 for b in range(256))
 _HEX_RUN = re.compile(r"(?<![0-9A-Za-z])(?:0x)?((?:[0-9a-fA-F]{2}){12,2048})(?![0-9A-Za-z])")
 # What every `_HEX_RUN` match holds; a cheaper scan (no lookbehind at every position) to skip it.
 _HEX_DIGITS_24 = re.compile(r"[0-9a-fA-F]{24}")
@@ -90,6 +111,32 @@ def _b64(run: str) -> bytes | None:
         return None
 
 
+def _base64_runs(text: str) -> Iterator[re.Match[str]]:
+    """`_BASE64_RUN.finditer(text)`, trying the regex only at the start of each run of 20 or more
+    of its characters in ASCII text (a test holds the two equal)."""
+    if not text.isascii():
+        yield from _BASE64_RUN.finditer(text)
+        return
+    marks = text.encode("ascii").translate(_B64_MARKS)
+    pos = 0
+    while (start := marks.find(b"a" * 20, pos)) != -1:
+        # `pos` is never inside a run (0, a match's end or a run's end), so `start` begins one.
+        m = _BASE64_RUN.match(text, start)
+        if m is not None:
+            yield m
+            pos = m.end()
+        else:
+            end = marks.find(b" ", start)
+            pos = len(text) if end == -1 else end
+
+
+def _may_hold_hex_run(text: str) -> bool:
+    """False only when `_HEX_RUN` cannot match in ``text`` (it needs 24 hex digits in a row)."""
+    if text.isascii():
+        return b"a" * 24 in text.encode("ascii").translate(_HEX_MARKS)
+    return _HEX_DIGITS_24.search(text) is not None
+
+
 def encoded_spans(text: str, finder: Finder) -> list[SecretSpan]:
     """Base64 and hex runs whose decoding is text holding a secret: the whole run is the span,
     its kind `encoded_<kind>`. At most `MAX_DECODED` decoded characters and 64 runs are read."""
@@ -97,9 +144,9 @@ def encoded_spans(text: str, finder: Finder) -> list[SecretSpan]:
     budget = MAX_DECODED
     runs = 0
     for regex, decode in ((_BASE64_RUN, _b64), (_HEX_RUN, None)):
-        if decode is None and _HEX_DIGITS_24.search(text) is None:
+        if decode is None and not _may_hold_hex_run(text):
             break
-        for m in regex.finditer(text):
+        for m in _base64_runs(text) if decode is not None else regex.finditer(text):
             runs += 1
             if runs > _MAX_RUNS or budget <= 0:
                 return out
