@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/overhead.py [--transport stdio|http|both] [--calls 400] [--rounds 5]
         [--concurrency 16] [--only NAME,...] [--baseline-src DIR] [--json FILE]
+        [--payload hello|code|prose|json] [--payload-bytes 4096]
 
 Targets (stdio: the client talks to the target over stdio, the target to the echo server over stdio;
 http: both hops are Streamable HTTP on 127.0.0.1):
@@ -221,10 +222,30 @@ def http_target(name: str, tool: str, url: str, proc: subprocess.Popen[bytes]) -
     return Target(name, tool, open_, lambda: proc.pid)
 
 
+def _payload(kind: str, size: int) -> Callable[[], str]:
+    """The echo call's ``text``: ``hello``, or ``size`` characters of benign code, prose or a JSON
+    listing (what file reads and searches return), ending in a counter so that no two calls carry
+    the same text (no verdict cache or remembered audit document helps)."""
+    if kind == "hello":
+        return lambda: "hello"
+    if kind == "code":
+        unit = "def handler_{i}(request: Request) -> Response:\n    value = request.args.get('key_{i}', default=None)\n    return Response(status=200, body=value)\n"
+    elif kind == "prose":
+        unit = "The quarterly report for region {i} shows that revenue grew, with the strongest gains in the north. "
+    else:
+        unit = '{{"name": "file-{i}.txt", "size": {i}7, "modified": "2026-11-30T10:00:00Z", "owner": "alice"}}, '
+    body = "".join(unit.format(i=i) for i in range(size // 40 + 1))[:size]
+    count = iter(range(1 << 62))
+    return lambda: f"{body} #{next(count)}"
+
+
+PAYLOAD: Callable[[], str] = _payload("hello", 0)
+
+
 async def one_call(target: Target, out: list[float]) -> None:
     assert target.session is not None
     start = time.perf_counter()
-    result = await target.session.call_tool(target.tool, {"text": "hello"})
+    result = await target.session.call_tool(target.tool, {"text": PAYLOAD()})
     out.append((time.perf_counter() - start) * 1000.0)
     if result.is_error:
         block = result.content[0]
@@ -357,7 +378,8 @@ async def http_targets(
 def report(transport: str, targets: list[Target], args: argparse.Namespace) -> list[dict[str, Any]]:
     base = targets[0]
     rows: list[dict[str, Any]] = []
-    print(f"\n{transport}: {args.rounds} rounds x {args.calls} calls, echo tool; concurrency {args.concurrency}")
+    payload = "hello" if args.payload == "hello" else f"{args.payload_bytes} B of {args.payload}"
+    print(f"\n{transport}: {args.rounds} rounds x {args.calls} calls, echo tool ({payload}); concurrency {args.concurrency}")
     print(
         f"{'target':<16} {'seq p50':>8} {'seq p99':>8} {'seq/s':>7} {'CPU us':>7} {'conc p50':>9} {'conc p99':>9} "
         f"{'conc/s':>7} {'CPU us':>7}  vs direct: p50 seq, calls/s seq, calls/s conc"
@@ -462,5 +484,10 @@ if __name__ == "__main__":
                         help="run checkrein-base with an audit dir (compare it with checkrein-audit)")
     parser.add_argument("--echo-stack", choices=["plain", "auto"], default="plain",
                         help="the HTTP echo server's uvicorn loop and parser: asyncio+h11, or uvicorn's pick")
+    parser.add_argument("--payload", choices=["hello", "code", "prose", "json"], default="hello",
+                        help="the echo call's text: `hello`, or --payload-bytes of code, prose or a JSON listing")
+    parser.add_argument("--payload-bytes", type=int, default=4096)
     parser.add_argument("--json", help="write the rows as JSON to this file")
-    anyio.run(main, parser.parse_args())
+    parsed = parser.parse_args()
+    PAYLOAD = _payload(parsed.payload, parsed.payload_bytes)
+    anyio.run(main, parsed)
