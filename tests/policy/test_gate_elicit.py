@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import anyio
@@ -33,14 +34,14 @@ def _server(elicitor: SessionElicitor, register: bool = True) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
         if register:
-            elicitor.register("session-1", ctx.session, ctx.request_id)
+            elicitor.register(REQ.call, ctx.session, ctx.request_id)
         try:
             result = await ElicitApprover(elicitor).approve(REQ)
         except InputRequired as pending:
             text = f"input_required: {pending.request.call.exposed_name}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
         finally:
-            elicitor.unregister("session-1")
+            elicitor.unregister(REQ.call)
         text = f"{'granted' if result.granted else 'refused'}: {result.reason}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -102,3 +103,37 @@ async def test_the_2026_era_has_no_back_channel_and_is_asked_by_input_required()
 async def test_an_unregistered_session_is_refused() -> None:
     text = await _run(_server(SessionElicitor(), register=False), "legacy", _answer("accept", {"approve": True}))
     assert text == "refused: the client does not support elicitation"
+
+
+class _Asked:
+    """A client session that accepts every approval form and records which request it was related to."""
+
+    def __init__(self) -> None:
+        self.related: list[tuple[str, Any]] = []
+
+    def check_client_capability(self, capability: types.ClientCapabilities) -> bool:
+        return True
+
+    async def elicit_form(
+        self, message: str, requested_schema: dict[str, Any], related_request_id: types.RequestId | None = None
+    ) -> types.ElicitResult:
+        self.related.append((message, related_request_id))
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+
+async def test_two_calls_of_one_session_are_each_asked_as_part_of_their_own_request() -> None:
+    """Regression: the entry was per session, so the later call's request id was used for both and
+    the first call to end took the entry the other still waited on (denied as unsupported)."""
+    first = replace(REQ, call=replace(REQ.call, span_id="span-a", arguments={"path": "a"}), summary="ask-about-a")
+    second = replace(REQ, call=replace(REQ.call, span_id="span-b", arguments={"path": "b"}), summary="ask-about-b")
+    session, elicitor = _Asked(), SessionElicitor()
+    elicitor.register(first.call, session, 7)
+    elicitor.register(second.call, session, 8)
+    assert await elicitor(first) == "accept"
+    assert await elicitor(second) == "accept"
+    elicitor.unregister(second.call)
+    assert await elicitor(first) == "accept", "the end of one call leaves the other's entry"
+    asked = [("a" if "ask-about-a" in message else "b", rid) for message, rid in session.related]
+    assert asked == [("a", 7), ("b", 8), ("a", 7)]
+    elicitor.unregister(first.call)
+    assert await elicitor(first) == "unsupported"

@@ -191,11 +191,11 @@ class GatewayServer:
                 out = await self.gate.run(call)
             else:
                 # An approver may need to ask this very client (elicitation) while the call is held.
-                elicitor.register(call.session_id, session, request_id)
+                elicitor.register(call, session, request_id)
                 try:
                     out = await self.gate.run(call)
                 finally:
-                    elicitor.unregister(call.session_id)
+                    elicitor.unregister(call)
         if out.pending is not None:
             return self.gate.input_required(out.pending)
         return self.gate.result_json(out)

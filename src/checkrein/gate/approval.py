@@ -8,8 +8,8 @@ Modes:
 - ``webhook``  POSTs a JSON summary of the call to ``approval.webhook_url`` and expects
                ``{"decision": "allow" | "deny", "reason": "..."}``; anything else is an error (deny).
 - ``elicit``   asks the MCP client through elicitation, via an `Elicitor` the frontend provides
-               (`SessionElicitor`: register each client session by id; it sends a one-checkbox
-               form with `elicit_approval`); without one, or when the client does not support
+               (`SessionElicitor`: the frontend registers each call's client session and request
+               id; it sends a one-checkbox form with `elicit_approval`); without one, or when the client does not support
                form elicitation, the call is denied.
 - ``deny``     refuses everything that asks.
 
@@ -40,6 +40,7 @@ from mcp.shared.exceptions import NoBackChannelError
 from checkrein.canonical import canonical_json, digest
 from checkrein.config import ApprovalSettings
 from checkrein.errors import ApprovalError, ConfigError
+from checkrein.policy import ToolCall
 
 from .grants import GrantKey, InProcessGrants
 from .seams import ApprovalRequest, ApprovalResult, Approver, GrantStore
@@ -273,25 +274,32 @@ async def elicit_approval(
 
 
 class SessionElicitor:
-    """An `Elicitor` for the frontend: sessions register themselves, requests find theirs by id."""
+    """An `Elicitor` for the frontend: each call in progress registers the client session it came
+    from and its request id; an approval request finds the entry of its own call.
+
+    Entries are per call (session id and span id, which the frontend draws fresh for every
+    request), not per session: two calls of one session can wait for approval at the same time,
+    and each must be asked as part of its own request (over Streamable HTTP, on that request's
+    stream), and the end of one must not take away the other's entry.
+    """
 
     def __init__(self) -> None:
-        self._sessions: dict[str, tuple[ElicitingSession, types.RequestId | None]] = {}
+        self._calls: dict[tuple[str, str], tuple[ElicitingSession, types.RequestId | None]] = {}
 
-    def register(self, session_id: str, session: ElicitingSession, related_request_id: types.RequestId | None = None) -> None:
-        self._sessions[session_id] = (session, related_request_id)
+    def register(self, call: ToolCall, session: ElicitingSession, related_request_id: types.RequestId | None = None) -> None:
+        self._calls[(call.session_id, call.span_id)] = (session, related_request_id)
 
-    def unregister(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+    def unregister(self, call: ToolCall) -> None:
+        self._calls.pop((call.session_id, call.span_id), None)
 
     async def __call__(self, request: ApprovalRequest) -> ElicitAnswer:
-        found = self._sessions.get(request.call.session_id)
+        found = self._calls.get((request.call.session_id, request.call.span_id))
         if found is None:
             return "unsupported"
-        session = found[0]
+        session, related_request_id = found
         if not getattr(session, "can_send_request", True) and _asks_by_input_required(session):
             return "input_required"
-        return await elicit_approval(session, request, found[1])
+        return await elicit_approval(session, request, related_request_id)
 
 
 class ElicitApprover:

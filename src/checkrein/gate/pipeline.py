@@ -62,12 +62,13 @@ StepsArg = Sequence[Step] | Callable[[list[Step]], Sequence[Step]] | None
 
 
 class SessionRegistry(Protocol):
-    """Where the frontend registers the client session of a call, so an approver can ask that
-    client (elicitation). `checkrein.gate.approval.SessionElicitor` implements it."""
+    """Where the frontend registers the client session and request id of each call in progress,
+    so an approver can ask that client (elicitation) as part of that request.
+    `checkrein.gate.approval.SessionElicitor` implements it."""
 
-    def register(self, session_id: str, session: Any, related_request_id: Any = None) -> None: ...
+    def register(self, call: ToolCall, session: Any, related_request_id: Any = None) -> None: ...
 
-    def unregister(self, session_id: str) -> None: ...
+    def unregister(self, call: ToolCall) -> None: ...
 
 
 def default_steps(
