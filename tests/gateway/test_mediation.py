@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from checkrein.catalog import read_lock
 from checkrein.config import config_from_mapping
 from checkrein.config.policy import ResultSettings
 from checkrein.errors import ConfigError, UpstreamRequestFailed
+from checkrein.gate.approval import request_summary
 from checkrein.gate.chain import CallContext, CallNext, CallOutcome, CallRefused
 from checkrein.gate.pipeline import Gate
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult
@@ -186,6 +188,33 @@ async def test_grants_are_bound_to_identity_and_session(tmp_path: Path) -> None:
     await gate.call_tool(req("files__read_file", args, session="s2"))
     assert len(approver.asked) == 3, "another identity or another session is asked again"
     assert '"path":"a.txt"' in approver.asked[0].summary, "the approval text shows the arguments"
+
+
+async def test_a_declared_secret_inside_an_array_is_masked_in_what_the_approver_sees(tmp_path: Path) -> None:
+    """Regression: the approval text masked the decision's pointers by exact match only, so a
+    secret the schema declares inside an array (`/users/*/code`) reached the human or webhook."""
+
+    class Approver:
+        def __init__(self) -> None:
+            self.asked: list[ApprovalRequest] = []
+
+        async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+            self.asked.append(request)
+            return ApprovalResult(True, "human")
+
+    up = MemoryUpstream("hr")
+    item = {"type": "object", "properties": {"name": {"type": "string"}, "code": {"type": "string", "format": "password"}}}
+    up.add_tool("edit", lambda a: "ok", input_schema={"type": "object", "properties": {"users": {"type": "array", "items": item}}})
+    approver = Approver()
+    gate, _ = await gate_for(tmp_path, up, policy={"tools": {"hr__edit": {"approval": "ask"}}}, approver=approver)
+    args = {"users": [{"name": "ann", "code": "Opal-Trumpet-42"}, {"name": "bob", "code": "Jade-Drum-7"}]}
+    assert not (await gate.call_tool(req("hr__edit", args))).is_error
+    (asked,) = approver.asked
+    assert "/users/*/code" in asked.decision.redactions
+    sent = json.dumps(request_summary(asked))
+    for text in (asked.summary, sent):
+        assert "Opal-Trumpet-42" not in text and "Jade-Drum-7" not in text
+    assert '{"users":[{"code":"***","name":"ann"},{"code":"***","name":"bob"}]}' in asked.summary
 
 
 async def test_an_inserted_step_sees_every_request_kind(tmp_path: Path) -> None:

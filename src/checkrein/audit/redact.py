@@ -26,7 +26,7 @@ import orjson
 
 from .secrets import SecretFinder, SecretLike, builtin_may_match, find_builtin_secrets
 
-__all__ = ["MASK", "Redactor", "escape_pointer"]
+__all__ = ["MASK", "Redactor", "escape_pointer", "wildcard_pattern"]
 
 MASK = "[REDACTED]"
 TRUNCATED = "[TRUNCATED]"
@@ -59,6 +59,18 @@ def escape_pointer(token: str) -> str:
     if "~" in token or "/" in token:
         return token.replace("~", "~0").replace("/", "~1")
     return token
+
+
+def wildcard_pattern(pointers: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern whose ``fullmatch`` accepts every concrete pointer that a pointer with ``*``
+    tokens in ``pointers`` names (a ``*`` token stands for any one array index or object key:
+    `/users/*/code`, as the policy names a ``kind = "secret"`` argument inside an array; a ``*``
+    inside a token is literal), or None when no pointer has a ``*`` token."""
+    forms = [
+        "".join("/[^/]*" if t == "*" else "/" + re.escape(t) for t in m.split("/")[1:])
+        for m in pointers if "*" in m.split("/")
+    ]
+    return re.compile("|".join(forms)) if forms else None
 
 
 class Redactor:
@@ -276,11 +288,7 @@ class Redactor:
             return cache[masked]
         except KeyError:
             pass
-        forms = [
-            "".join("/[^/]*" if t == "*" else "/" + re.escape(t) for t in m.split("/")[1:])
-            for m in masked if "*" in m.split("/")
-        ]
-        rx = re.compile("|".join(forms)) if forms else None
+        rx = wildcard_pattern(masked)
         if len(cache) >= 256:
             cache.clear()
         cache[masked] = rx

@@ -19,6 +19,7 @@ sessions. `checkrein.gate.forward` holds the terminal step.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,7 @@ import anyio
 import mcp.types as types
 
 from checkrein.audit.record import AuditTrail, CallRecord
+from checkrein.audit.redact import escape_pointer, wildcard_pattern
 from checkrein.canonical import canonical_json, digest
 from checkrein.errors import AuditUnavailable, CheckreinError, StateUnavailable, ToolNotFound
 from checkrein.policy import Decision, Inspection, ResultInspector, ResultView, ToolCall, decide
@@ -351,9 +353,10 @@ _WHAT = {
 
 def approval_text(call: ToolCall, d: Decision) -> str:
     """What a human approves: who, what, the risk, and EVERY argument (canonical JSON), with the
-    values the decision marks as secrets masked. Never cut: a cut could hide the value that matters."""
+    values the decision marks as secrets masked (a ``*`` token in a pointer: every index there, as
+    the audit masks them). Never cut: a cut could hide the value that matters."""
     masked = set(d.redactions)
-    args = _mask(call.arguments, "", masked)
+    args = _mask(call.arguments, "", masked, wildcard_pattern(masked))
     try:
         text = canonical_json(args).decode("utf-8")
     except (TypeError, ValueError):
@@ -362,13 +365,13 @@ def approval_text(call: ToolCall, d: Decision) -> str:
     return f"{call.identity.user} wants to {verb} {call.exposed_name} (risk {d.risk}) with arguments {text}"
 
 
-def _mask(value: Any, pointer: str, masked: set[str]) -> Any:
-    if pointer and pointer in masked:
+def _mask(value: Any, pointer: str, masked: set[str], wild: re.Pattern[str] | None) -> Any:
+    if pointer and (pointer in masked or (wild is not None and wild.fullmatch(pointer) is not None)):
         return "***"
     if isinstance(value, dict):
-        return {k: _mask(v, f"{pointer}/{str(k).replace('~', '~0').replace('/', '~1')}", masked) for k, v in value.items()}
+        return {k: _mask(v, f"{pointer}/{escape_pointer(str(k))}", masked, wild) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask(v, f"{pointer}/{i}", masked) for i, v in enumerate(value)]
+        return [_mask(v, f"{pointer}/{i}", masked, wild) for i, v in enumerate(value)]
     return value
 
 
