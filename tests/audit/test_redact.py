@@ -362,3 +362,16 @@ def test_the_event_masks_a_starred_secret_pointer_and_lists_the_concrete_ones() 
     ev = EventFactory(Redactor()).call(make_record(1, arguments=args, redactions=("/users/*/code",), args_scanned=False), 0.0)
     assert "Opal-Trumpet-42" not in json.dumps(ev, default=str) and "Jade-Drum-7" not in json.dumps(ev, default=str)
     assert ev["redactions"] == ["/args_preview/users/0/code", "/args_preview/users/1/code"]
+
+
+def test_mask_pointer_masks_a_secret_token_as_the_preview_masks_that_key() -> None:
+    """A pointer into arguments names the place without the secret a key may be: the same masked
+    token the preview's pointer carries; other tokens (short, plain, escaped) are left as they are."""
+    value = {"opts": {"pwd=Tr0ub4d&3x": "ok"}}
+    r = Redactor()
+    _, pointers = r.preview(value, "")
+    assert r.mask_pointer("/opts/pwd=Tr0ub4d&3x") == pointers[0] == "/opts/pwd=[REDACTED:assignment]&3x"
+    assert r.mask_pointer("/opts/a~1b~0c/0/mode") == "/opts/a~1b~0c/0/mode"
+    escaped = r.mask_pointer("/x/pwd=Tr0ub4d~1&3x")  # the key "pwd=Tr0ub4d/&3x", unescaped for the finder
+    assert "Tr0ub4d" not in escaped and escaped.startswith("/x/pwd=[REDACTED:")
+    assert r.mask_pointer("") == "" and r.mask_pointer("/pwd=x") == "/pwd=x"

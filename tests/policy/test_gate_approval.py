@@ -15,7 +15,8 @@ import pytest
 from _policy_helpers import call
 
 from checkrein.canonical import digest
-from checkrein.config import ApprovalSettings, config_from_mapping
+from checkrein.catalog.model import ToolDefinition
+from checkrein.config import ApprovalSettings, config_from_mapping, parse_config
 from checkrein.errors import ApprovalError
 from checkrein.gate.approval import (
     AutoApprover,
@@ -29,7 +30,8 @@ from checkrein.gate.approval import (
     printable,
 )
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult
-from checkrein.policy import Decision, Finding, Identity
+from checkrein.gate.steps import approval_text
+from checkrein.policy import Decision, Finding, Identity, SessionState, compile_policy, decide
 
 pytestmark = pytest.mark.anyio
 
@@ -219,6 +221,28 @@ async def test_webhook_allow_and_deny_answers(webhook: tuple[str, type[_Hook]]) 
     assert body["findings"][0]["path"] == "/path"
     assert "/tmp/x" not in json.dumps(body)  # raw arguments only ever travel inside the gate's summary
     assert hook.headers_seen[0]["authorization"] == "Bearer t0k"
+
+
+async def test_the_webhook_never_receives_a_secret_that_is_an_argument_key(webhook: tuple[str, type[_Hook]]) -> None:
+    """Regression: a finding at a secret object key (`{"ghp_...": 1}`) went out with the raw key in
+    its path, in the reason naming it and in the summary; they carry the masked key, as the audit's."""
+    url, hook = webhook
+    hook.replies.append((200, b'{"decision": "deny"}'))
+    key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    args = {"opts": {key: 1, "mode": "fast"}}
+    tools = {"hr__edit": ToolDefinition("hr", "edit", "edit records", {"type": "object"})}
+    toml = '[[servers]]\nname = "hr"\ncommand = "hr"\n[policy]\nallow = ["hr__*"]\n[policy.analyzers]\nsecrets = "ask"\n'
+    the_call = call("hr__edit", args)
+    d = decide(compile_policy(parse_config(toml), tools), the_call, SessionState("s1"), 0.0)
+    assert d.effect == "ask" and [f.path for f in d.findings] == [f"/opts/{key}"]
+    req = ApprovalRequest(the_call, d, digest(args), "sha256:p1", approval_text(the_call, d))
+    with anyio.fail_after(10):
+        assert not (await WebhookApprover(url, timeout_s=5).approve(req)).granted
+    body = hook.bodies[0]
+    assert key[4:] not in json.dumps(body)
+    assert body["findings"][0]["path"] == "/opts/[REDACTED:github_token]"
+    assert body["reasons"] == ["secrets found github_token at /opts/[REDACTED:github_token]"]
+    assert '"mode":"fast"' in body["summary"] and "[REDACTED:github_token]" in body["summary"]
 
 
 @pytest.mark.parametrize(

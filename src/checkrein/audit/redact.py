@@ -294,6 +294,22 @@ class Redactor:
         cache[masked] = rx
         return rx
 
+    def mask_pointer(self, pointer: str) -> str:
+        """``pointer`` (RFC 6901) with each reference token masked as `preview` masks an object key
+        (the finder's spans replaced in a token of `_MIN_SECRET`+ characters, kept only as far as
+        the finder read it), so a pointer names the place without the secret a key may be."""
+        if len(pointer) <= _MIN_SECRET:
+            return pointer
+        tokens = pointer.split("/")
+        for i in range(1, len(tokens)):
+            token = tokens[i]
+            key = token.replace("~1", "/").replace("~0", "~") if "~" in token else token
+            if len(key) >= _MIN_SECRET:
+                masked, _ = self.mask_text(key)
+                if masked != key:
+                    tokens[i] = escape_pointer(masked)
+        return "/".join(tokens)
+
     def mask_text(self, text: str, *, builtin_only: bool = False) -> tuple[str, bool]:
         """``text`` with finder spans replaced; True when something was masked. Only the first
         ``max_chars + slack`` characters are examined and kept. ``builtin_only``: the built-in

@@ -24,6 +24,7 @@ An explicit "no" is a normal `ApprovalResult(granted=False)`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.shared.exceptions import NoBackChannelError
 
+from checkrein.audit.redact import Redactor
 from checkrein.canonical import canonical_json, digest
 from checkrein.config import ApprovalSettings
 from checkrein.errors import ApprovalError, ConfigError
@@ -92,11 +94,21 @@ def printable(text: str, limit: int = 1000) -> str:
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
+@functools.cache
+def _redactor() -> Redactor:
+    """Masks what a webhook receives with the finder the gate's audit uses (`gate.factory`)."""
+    from checkrein.policy.analyzers import find_secrets
+    from checkrein.policy.analyzers.secrets import may_find
+
+    return Redactor(secret_finder=find_secrets, secret_prefilter=lambda text: may_find(text, None))
+
+
 def request_summary(request: ApprovalRequest) -> dict[str, Any]:
     """The JSON a webhook receives. Argument values appear only inside ``summary``, the gate's
     preview with the decision's redactions already masked; the arguments themselves are bound by
-    ``args_digest``."""
-    call, d = request.call, request.decision
+    ``args_digest``. The argument keys a secret may be (`{"ghp_...": 1}`) are masked as the audit
+    masks them, in the summary, the reasons and the findings' pointers."""
+    call, d, r = request.call, request.decision, _redactor()
     return {
         "exposed_name": call.exposed_name,
         "server": call.server,
@@ -106,11 +118,11 @@ def request_summary(request: ApprovalRequest) -> dict[str, Any]:
         "trace_id": call.trace_id,
         "risk": d.risk,
         "rule_id": d.rule_id,
-        "reasons": list(d.reasons),
-        "findings": [f.as_dict() for f in d.findings],
+        "reasons": [r.mask_text(reason)[0] for reason in d.reasons],
+        "findings": [{**f.as_dict(), "path": r.mask_pointer(f.path), "message": r.mask_text(f.message)[0]} for f in d.findings],
         "args_digest": request.args_digest,
         "policy_digest": request.policy_digest,
-        "summary": printable(request.summary),
+        "summary": printable(r.mask_text(request.summary)[0]),
     }
 
 
