@@ -9,6 +9,7 @@ tested; and from arbitrary text.
 
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
@@ -27,6 +28,12 @@ _WORDS = (
     "AKIA", "ghp_", "eyJ", "MTk4", "=", ":", " = ", ": ", '"', "'", "`", " + ", ".", "..", "||", "&", "_", "-",
     "\n", "\t", " ", "x", "A1b2C3d4E5", "0x", "deadbeef", "==", "!=", "===",
 )  # fmt: skip
+
+
+def _drawn(regex: re.Pattern[str]) -> st.SearchStrategy[str]:
+    """Strings holding a match of ``regex``: in ASCII (the fast paths) and in any text."""
+    return st.one_of(st.from_regex(regex, alphabet=st.characters(codec="ascii")), st.from_regex(regex))
+
 
 
 def _flip(draw: st.DrawFn, s: str) -> str:
@@ -54,7 +61,7 @@ def _literal_cases() -> list[tuple[str, LiteralStarts]]:
 @_SETTINGS
 @given(data=st.data())
 def test_literal_starts_finds_what_the_regex_finds(name: str, starts: LiteralStarts, data: st.DataObject) -> None:
-    text = data.draw(st.one_of(_context(st.from_regex(starts.regex)), st.text(max_size=80)))
+    text = data.draw(st.one_of(_context(_drawn(starts.regex)), st.text(max_size=80)))
     assert _spans(starts.finditer(text)) == _spans(starts.regex.finditer(text)), name
     pos = data.draw(st.integers(0, len(text)))
     got, want = starts.searcher(text)(pos), starts.regex.search(text, pos)
@@ -66,7 +73,7 @@ def test_literal_starts_finds_what_the_regex_finds(name: str, starts: LiteralSta
 @given(data=st.data())
 def test_every_match_in_ascii_text_starts_at_a_stem(name: str, starts: LiteralStarts, data: st.DataObject) -> None:
     """The condition `LiteralStarts` relies on, asked of matches drawn from the regex itself."""
-    text = data.draw(_context(st.from_regex(starts.regex)).filter(str.isascii))
+    text = data.draw(_context(_drawn(starts.regex)).filter(str.isascii))
     lowered = text.lower()
     for m in starts.regex.finditer(text):
         assert lowered.startswith(starts.stems, m.start()), (name, m.group(0))
@@ -87,7 +94,7 @@ _CORE_RULES = [r for r in secrets._RULES if r.core is not None]
 def test_a_rule_searched_by_its_core_finds_what_its_pattern_finds(index: int, data: st.DataObject) -> None:
     rule = _CORE_RULES[index]
     assert rule.core is not None
-    text = data.draw(_context(st.from_regex(rule.core)))
+    text = data.draw(_context(_drawn(rule.core)))
     assert _spans(rule.finditer(text)) == _spans(rule.pattern.finditer(text))
 
 
@@ -126,21 +133,21 @@ def test_hex_gate_never_hides_a_hex_run(text: str) -> None:
 
 
 @_SETTINGS
-@given(st.one_of(_context(st.from_regex(secret_forms._JOIN)), st.text(max_size=60)))
+@given(st.one_of(_context(_drawn(secret_forms._JOIN)), st.text(max_size=60)))
 def test_join_gate_never_hides_a_join(text: str) -> None:
     if secret_forms._JOIN.search(text) is not None:
         assert secret_forms._may_join(text)
 
 
 @_SETTINGS
-@given(st.one_of(_context(st.from_regex(secrets._SPOKEN_PASSWORD)), st.text(max_size=60)))
+@given(st.one_of(_context(_drawn(secrets._SPOKEN_PASSWORD)), st.text(max_size=60)))
 def test_spoken_password_gate_never_hides_a_spoken_password(text: str) -> None:
     if secrets._SPOKEN_PASSWORD.search(text) is not None:
         assert secrets._may_speak_password(text, text.lower())
 
 
 @_SETTINGS
-@given(st.one_of(_context(st.from_regex(secrets._COMPARISON)), st.text(max_size=60)))
+@given(st.one_of(_context(_drawn(secrets._COMPARISON)), st.text(max_size=60)))
 def test_comparison_gate_never_hides_a_comparison(text: str) -> None:
     assert (secrets._comparison_spans(text) != []) == any(
         not secrets.is_placeholder(m.group(2)) for m in secrets._COMPARISON.finditer(text)
