@@ -29,6 +29,7 @@ from checkrein.policy.decision import Finding
 
 from .api import ScanContext, char_class
 from .evidence import excerpt
+from .gated import AnyMatch
 
 __all__ = ["TRIGGERS", "SqlClass", "check_sql", "classify_sql", "may_find", "normalize_sql", "side_effect"]
 
@@ -190,6 +191,12 @@ _FRAGMENTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ),
 )
 
+
+
+# `check_sql` asks only whether a fragment occurs: `AnyMatch` asks each fragment's branches alone,
+# behind their literal factors, on the normalized text (one space per whitespace run). All of
+# them measured ~2-4 ms per 4 KB of code or JSON before, and ~0.2-0.3 ms so.
+_FRAGMENT_GATE = AnyMatch((pattern for _, _, pattern in _FRAGMENTS), spaced=True)
 
 # Typographic quotes and dashes that text copied through a word processor carries (`' –` is `' -`).
 _QUOTE_LOOKALIKES = str.maketrans(
@@ -551,10 +558,11 @@ def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
                     add(k, message, form)
             if re.search(r"[a-z]/\*[^*]{0,40}\*/[a-z]", form.lower()):
                 add("comment_obfuscation", "comment inside a keyword", form)
-            for k, message, pattern in _FRAGMENTS:
+            occurs = _FRAGMENT_GATE.search(norm)
+            for i, (k, message, _) in enumerate(_FRAGMENTS):
                 if k in ("union_select", "tautology", "quote_clause"):
                     continue  # judged structurally above; these regexes misfire on well-formed SQL
-                if pattern.search(norm) is not None:
+                if occurs(i):
                     add(k, message, form)
             continue
         if "\x00" in form and len(form) < 256:
@@ -574,7 +582,8 @@ def check_sql(forms: Sequence[str], pointer: str, kind: ArgKind | None, ctx: Sca
             continue
         if _quote_probe(form):
             add("quote_probe", "quotes and operators only (syntax probe)", form)
-        for k, message, pattern in _FRAGMENTS:
-            if k not in add.found and pattern.search(norm) is not None:
+        occurs = _FRAGMENT_GATE.search(norm)
+        for i, (k, message, _) in enumerate(_FRAGMENTS):
+            if k not in add.found and occurs(i):
                 add(k, message, form)
     return list(add.found.values())
