@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from checkrein._factors import required_factors
 from checkrein._trie import WordFinder
 
 __all__ = ["AnyMatch", "top_branches"]
@@ -59,8 +60,6 @@ class AnyMatch:
     must be free of whitespace, checked here, since a factor's space stands for any run)."""
 
     def __init__(self, regexes: Iterable[re.Pattern[str]], *, spaced: bool = False) -> None:
-        from checkrein.policy.injection.phrase import required_factors
-
         self.regexes = tuple(regexes)
         self.branches: tuple[tuple[tuple[re.Pattern[str], frozenset[str] | None], ...], ...] = tuple(
             tuple((b, required_factors(b)) for b in (re.compile(t, rx.flags) for t in top_branches(rx.pattern))) for rx in self.regexes
