@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkrein._trie import LiteralStarts
-from checkrein.policy.analyzers import shell, sql
+from checkrein.policy.analyzers import shell, sql, stores, urls
 from checkrein.policy.analyzers.gated import AnyMatch, top_branches
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
@@ -69,3 +69,31 @@ def test_a_factor_with_a_space_is_not_trusted_on_raw_text() -> None:
     gate = AnyMatch([re.compile(r"union\s+select")])
     assert gate.search("UNION\n\nselect".lower())(0)
     assert not gate.search("union")(0)
+
+
+@_SETTINGS
+@given(st.one_of(_in_context(_drawn(stores._HOME_PATH)), _in_context(_drawn(stores._HOME_PATH_SPACED)), st.text(max_size=40)))
+def test_home_path_gate_never_hides_a_home_path(text: str) -> None:
+    want = [m.group(0).rstrip(".:!? ") for rx in (stores._HOME_PATH, stores._HOME_PATH_SPACED) for m in rx.finditer(text)]
+    assert set(stores.home_paths(text)) == set(want) or len(want) > stores._MAX_PATHS
+
+
+@_SETTINGS
+@given(st.one_of(_in_context(st.sampled_from(["a@b", "user@host", "http://u:p@h/"])), st.text(max_size=40)))
+def test_url_whatwg_gate_skips_only_what_cannot_change(text: str) -> None:
+    for strict in (True, False):
+        pattern = urls._TAB_NEWLINE_INSIDE if strict else urls._TAB_NEWLINE_AT
+        want = [text] + ([j] if (j := pattern.sub("", text)) != text else [])
+        assert urls._whatwg_forms([text], strict) == want
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see ~/.ssh/id_rsa", "$HOME/.aws/credentials", "${HOME}/x/y", "%USERPROFILE%\\a\\b", "%HOMEPATH%/a", "%APPDATA%/x/y",
+        "%LOCALAPPDATA%/x", "/home/bob/.netrc", "/Users/alice/Library/Keychains", "/root/.bash_history", "/var/root/x",
+        "C:\\Users\\bob\\.ssh\\id_rsa", "d:/Documents and Settings/bob/x", "cat .kube/config", ".password-store/x", ".terraform.d/x",
+    ],
+)
+def test_home_path_gate_admits_every_branch(text: str) -> None:
+    assert stores.home_paths(text), text

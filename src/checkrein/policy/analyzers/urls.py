@@ -190,7 +190,9 @@ def _whatwg_forms(forms: Sequence[str], strict: bool) -> list[str]:
     out = list(forms)
     pattern = _TAB_NEWLINE_INSIDE if strict else _TAB_NEWLINE_AT
     for form in forms:
-        if "\t" in form or "\n" in form or "\r" in form:
+        if ("\t" in form or "\n" in form or "\r" in form) and (strict or "@" in form):
+            # Outside a URL value only a TAB or newline beside an `@` is deleted: without one the
+            # regex (tried at every position, ~0.25 ms per 4 KB) cannot match.
             joined = pattern.sub("", form)
             if joined != form and joined not in out:
                 out.append(joined)
