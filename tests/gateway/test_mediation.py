@@ -217,6 +217,31 @@ async def test_a_declared_secret_inside_an_array_is_masked_in_what_the_approver_
     assert '{"users":[{"code":"***","name":"ann"},{"code":"***","name":"bob"}]}' in asked.summary
 
 
+
+async def test_an_argument_key_that_is_a_secret_is_masked_in_what_the_approver_sees(tmp_path: Path) -> None:
+    """Regression (found in review): the approval text masked values only, so a key that is itself
+    a credential (`{"-u bob:Hunter2/Zq8x": 1}`) reached the terminal, the elicitation form and,
+    through the JSON-wide mask that cannot read it, the webhook."""
+
+    class Approver:
+        def __init__(self) -> None:
+            self.asked: list[ApprovalRequest] = []
+
+        async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+            self.asked.append(request)
+            return ApprovalResult(True, "human")
+
+    up = MemoryUpstream("hr")
+    up.add_tool("edit", lambda a: "ok", input_schema={"type": "object"})
+    approver = Approver()
+    gate, _ = await gate_for(tmp_path, up, policy={"tools": {"hr__edit": {"approval": "ask"}}}, approver=approver)
+    args = {"opts": {"-u bob:Hunter2/Zq8x": 1, "mode": "fast"}}
+    assert not (await gate.call_tool(req("hr__edit", args))).is_error
+    (asked,) = approver.asked
+    for text in (asked.summary, json.dumps(request_summary(asked))):
+        assert "Hunter2" not in text
+    assert '"mode":"fast"' in asked.summary and "[REDACTED:curl_user]" in asked.summary
+
 async def test_an_inserted_step_sees_every_request_kind(tmp_path: Path) -> None:
     seen: list[str] = []
 

@@ -27,7 +27,9 @@ from checkrein.gate.approval import (
     ElicitApprover,
     WebhookApprover,
     build_approver,
+    mask_secret_key,
     printable,
+    request_summary,
 )
 from checkrein.gate.seams import ApprovalRequest, ApprovalResult
 from checkrein.gate.steps import approval_text
@@ -344,3 +346,26 @@ def test_webhook_headers_resolved_at_load_reach_the_approver() -> None:
     bound = build_approver(cfg.approval, clock=FakeClock())
     assert isinstance(bound.inner, WebhookApprover)
     assert bound.inner.headers == {"x-token": "s3cret"}
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("https://hooks.slack.com/services/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", "qW3rT5yU7iO9pA1sD3fG5hJ7"),
+        ("-u bob:Hunter2/Zq8x", "Hunter2"),
+        ('password="Zq8!Lm2Xv7"', "Zq8!Lm2Xv7"),
+    ],
+)
+def test_a_secret_key_the_escaped_pointer_or_the_json_hides_is_masked_too(key: str, secret: str) -> None:
+    """Regression (found in review): the reasons name a finding by its escaped pointer
+    (`https:~1~1hooks...`), which the finder no longer reads as the webhook URL, and the summary was
+    masked as one JSON text, where `"-u bob:..."` has a quote where curl's `-u` needs a space."""
+    args = {"opts": {key: 1, "mode": "fast"}}
+    tools = {"hr__edit": ToolDefinition("hr", "edit", "edit records", {"type": "object"})}
+    toml = '[[servers]]\nname = "hr"\ncommand = "hr"\n[policy]\nallow = ["hr__*"]\n[policy.analyzers]\nsecrets = "ask"\n'
+    the_call = call("hr__edit", args)
+    d = decide(compile_policy(parse_config(toml), tools), the_call, SessionState("s1"), 0.0)
+    assert d.effect == "ask"
+    body = request_summary(ApprovalRequest(the_call, d, digest(args), "sha256:p1", approval_text(the_call, d, mask_secret_key)))
+    assert secret not in json.dumps(body)
+    assert '"mode":"fast"' in body["summary"]

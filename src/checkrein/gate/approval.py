@@ -95,12 +95,19 @@ def printable(text: str, limit: int = 1000) -> str:
 
 
 @functools.cache
+@functools.cache
 def _redactor() -> Redactor:
-    """Masks what a webhook receives with the finder the gate's audit uses (`gate.factory`)."""
+    """Masks what an approver is shown with the finder the gate's audit uses (`gate.factory`)."""
     from checkrein.policy.analyzers import find_secrets
     from checkrein.policy.analyzers.secrets import may_find
 
     return Redactor(secret_finder=find_secrets, secret_prefilter=lambda text: may_find(text, None))
+
+
+def mask_secret_key(key: str) -> str:
+    """An argument's object key as approvers see it: a key can be the secret (`{"ghp_...": 1}`),
+    and is masked as the audit masks keys."""
+    return _redactor().mask_text(key)[0] if len(key) >= 6 else key
 
 
 def request_summary(request: ApprovalRequest) -> dict[str, Any]:
@@ -109,6 +116,16 @@ def request_summary(request: ApprovalRequest) -> dict[str, Any]:
     ``args_digest``. The argument keys a secret may be (`{"ghp_...": 1}`) are masked as the audit
     masks them, in the summary, the reasons and the findings' pointers."""
     call, d, r = request.call, request.decision, _redactor()
+    paths = {f.path: r.mask_pointer(f.path) for f in d.findings}
+
+    def reason(text: str) -> str:
+        # A reason names a finding's place by its escaped pointer (`/opts/https:~1~1...`), which
+        # the finder may not read as the secret the key is: put the masked pointer in first.
+        for raw, safe in paths.items():
+            if raw != safe:
+                text = text.replace(raw, safe)
+        return r.mask_text(text)[0]
+
     return {
         "exposed_name": call.exposed_name,
         "server": call.server,
@@ -118,10 +135,12 @@ def request_summary(request: ApprovalRequest) -> dict[str, Any]:
         "trace_id": call.trace_id,
         "risk": d.risk,
         "rule_id": d.rule_id,
-        "reasons": [r.mask_text(reason)[0] for reason in d.reasons],
-        "findings": [{**f.as_dict(), "path": r.mask_pointer(f.path), "message": r.mask_text(f.message)[0]} for f in d.findings],
+        "reasons": [reason(text) for text in d.reasons],
+        "findings": [{**f.as_dict(), "path": paths[f.path], "message": reason(f.message)} for f in d.findings],
         "args_digest": request.args_digest,
         "policy_digest": request.policy_digest,
+        # The gate's summary masks each key on its own (`mask_secret_key`): the JSON as one text
+        # hides a key's secret from the finder (`"-u bob:pw"` has a quote where `-u` needs a space).
         "summary": printable(r.mask_text(request.summary)[0]),
     }
 

@@ -35,7 +35,7 @@ from checkrein.canonical import canonical_json, digest
 from checkrein.errors import AuditUnavailable, CheckreinError, StateUnavailable, ToolNotFound
 from checkrein.policy import Decision, Inspection, ResultInspector, ResultView, ToolCall, decide
 
-from .approval import InputRequired
+from .approval import InputRequired, mask_secret_key
 from .chain import CallContext, CallNext, CallOutcome, ToolResultJson, deny, fail
 from .counters import Counters
 from .resolve import resolve
@@ -313,7 +313,7 @@ class ApprovalStep:
             counters.approval_failures += 1
             return deny(ctx, "approval.failed", d.rule_id, f"{d.reason}; approval is required but no approver is configured")
         policy_digest = ctx.state.policy.digest
-        request = ApprovalRequest(call, d, digest(call.arguments), policy_digest, approval_text(call, d))
+        request = ApprovalRequest(call, d, digest(call.arguments), policy_digest, approval_text(call, d, mask_secret_key))
         timeout_s = ctx.state.config.approval.timeout_s
         try:
             with anyio.fail_after(timeout_s):
@@ -351,12 +351,13 @@ _WHAT = {
 }
 
 
-def approval_text(call: ToolCall, d: Decision) -> str:
+def approval_text(call: ToolCall, d: Decision, mask_key: Callable[[str], str] | None = None) -> str:
     """What a human approves: who, what, the risk, and EVERY argument (canonical JSON), with the
     values the decision marks as secrets masked (a ``*`` token in a pointer: every index there, as
-    the audit masks them). Never cut: a cut could hide the value that matters."""
+    the audit masks them), and each object key through ``mask_key`` (a key can be a secret).
+    Never cut: a cut could hide the value that matters."""
     masked = set(d.redactions)
-    args = _mask(call.arguments, "", masked, wildcard_pattern(masked))
+    args = _mask(call.arguments, "", masked, wildcard_pattern(masked), mask_key)
     try:
         text = canonical_json(args).decode("utf-8")
     except (TypeError, ValueError):
@@ -365,13 +366,16 @@ def approval_text(call: ToolCall, d: Decision) -> str:
     return f"{call.identity.user} wants to {verb} {call.exposed_name} (risk {d.risk}) with arguments {text}"
 
 
-def _mask(value: Any, pointer: str, masked: set[str], wild: re.Pattern[str] | None) -> Any:
+def _mask(value: Any, pointer: str, masked: set[str], wild: re.Pattern[str] | None, mask_key: Callable[[str], str] | None) -> Any:
     if pointer and (pointer in masked or (wild is not None and wild.fullmatch(pointer) is not None)):
         return "***"
     if isinstance(value, dict):
-        return {k: _mask(v, f"{pointer}/{escape_pointer(str(k))}", masked, wild) for k, v in value.items()}
+        return {
+            (mask_key(str(k)) if mask_key is not None else k): _mask(v, f"{pointer}/{escape_pointer(str(k))}", masked, wild, mask_key)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_mask(v, f"{pointer}/{i}", masked, wild) for i, v in enumerate(value)]
+        return [_mask(v, f"{pointer}/{i}", masked, wild, mask_key) for i, v in enumerate(value)]
     return value
 
 
