@@ -52,10 +52,11 @@ async def main(args: argparse.Namespace) -> None:
         env["CHECKREIN_FAST_PATH"] = args.fast_path
     argv = [sys.executable, "-c", WRAPPER, out, "serve", "--config", str(config)]
     find = overhead.child_pid(argv)
+    text = overhead._payload(args.payload, args.payload_bytes)
     async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         for _ in range(200):
-            await s.call_tool("echo__echo", {"text": "hello"})
+            await s.call_tool("echo__echo", {"text": text()})
         pid = find()
         assert pid is not None, "the serve process was not found"
         os.kill(pid, signal.SIGUSR2)
@@ -65,7 +66,7 @@ async def main(args: argparse.Namespace) -> None:
 
         async def one() -> None:
             async with limit:
-                result = await s.call_tool("echo__echo", {"text": "hello"})
+                result = await s.call_tool("echo__echo", {"text": text()})
                 assert not result.is_error, result
 
         async with anyio.create_task_group() as tg:
@@ -89,4 +90,6 @@ if __name__ == "__main__":
     parser.add_argument("--out", help="where to write the profile (default: a temp dir)")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=1, help="calls in flight (1: sequential)")
+    parser.add_argument("--payload", choices=["hello", "code", "prose", "json"], default="hello", help="the echo call's text (see overhead.py)")
+    parser.add_argument("--payload-bytes", type=int, default=4096)
     anyio.run(main, parser.parse_args())

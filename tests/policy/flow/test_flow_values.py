@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from checkrein.policy.flow import candidates, normalize
 
 
@@ -44,3 +47,19 @@ def test_lone_common_word_is_not_traced_but_a_name_is() -> None:
 def test_pointers_name_the_argument() -> None:
     found = {(p, shown) for p, shown, _ in candidates({"to": ["a@b.example", "mark.black@evil.example"]}, 6)}
     assert ("/to/1", "mark.black@evil.example") in found
+
+
+def _normalize_by_regex(text: str) -> str:
+    """The reference: NFKC, casefold, every run of non-alphanumerics one space, padded."""
+    import unicodedata
+
+    from checkrein.policy.flow.values import _NON_ALNUM
+
+    core = _NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return f" {core} " if core else ""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(st.characters(codec="ascii"), max_size=60), st.text(max_size=40)))
+def test_normalize_of_ascii_text_by_bytes_is_the_regex_form(text: str) -> None:
+    assert normalize(text) == _normalize_by_regex(text)

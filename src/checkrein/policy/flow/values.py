@@ -49,8 +49,19 @@ Candidate = tuple[str, str, str]
 """(JSON pointer of the argument, the value as sent (cut for messages), its normalized form)."""
 
 
+# ASCII bytes -> themselves for letters and digits (lowercased), a space for everything else.
+_ALNUM_OR_SPACE = bytes(
+    (b | 0x20 if 0x41 <= b <= 0x5A else b) if chr(b).isascii() and chr(b).isalnum() else 0x20 for b in range(256)
+)
+
+
 def normalize(text: str) -> str:
     """The normalized, space-padded form of ``text`` (see the module docstring)."""
+    if text.isascii():
+        # NFKC leaves ASCII as it is and casefold lowercases it; `bytes.translate` and one split
+        # do what the regex does (~15x faster on a 4 KB result; a test holds the two equal).
+        core = b" ".join(text.encode("ascii").translate(_ALNUM_OR_SPACE).split()).decode("ascii")
+        return f" {core} " if core else ""
     folded = unicodedata.normalize("NFKC", text).casefold()
     core = _NON_ALNUM.sub(" ", folded).strip()
     return f" {core} " if core else ""
