@@ -168,16 +168,18 @@ async def test_upstream_errors_keep_their_code_and_lose_their_secrets(tmp_path: 
     assert secret not in str(trail.calls[-1].result)
 
 
+class RecordingApprover:
+    """Grants every request and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[ApprovalRequest] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalResult:
+        self.asked.append(request)
+        return ApprovalResult(True, "human")
+
 async def test_grants_are_bound_to_identity_and_session(tmp_path: Path) -> None:
-    class Approver:
-        def __init__(self) -> None:
-            self.asked: list[ApprovalRequest] = []
-
-        async def approve(self, request: ApprovalRequest) -> ApprovalResult:
-            self.asked.append(request)
-            return ApprovalResult(True, "human")
-
-    approver = Approver()
+    approver = RecordingApprover()
     policy = {"tools": {"files__read_file": {"approval": "ask"}}}
     gate, _ = await gate_for(tmp_path, files(), policy=policy, approver=approver)
     args = {"path": "a.txt"}
@@ -194,18 +196,10 @@ async def test_a_declared_secret_inside_an_array_is_masked_in_what_the_approver_
     """Regression: the approval text masked the decision's pointers by exact match only, so a
     secret the schema declares inside an array (`/users/*/code`) reached the human or webhook."""
 
-    class Approver:
-        def __init__(self) -> None:
-            self.asked: list[ApprovalRequest] = []
-
-        async def approve(self, request: ApprovalRequest) -> ApprovalResult:
-            self.asked.append(request)
-            return ApprovalResult(True, "human")
-
     up = MemoryUpstream("hr")
     item = {"type": "object", "properties": {"name": {"type": "string"}, "code": {"type": "string", "format": "password"}}}
     up.add_tool("edit", lambda a: "ok", input_schema={"type": "object", "properties": {"users": {"type": "array", "items": item}}})
-    approver = Approver()
+    approver = RecordingApprover()
     gate, _ = await gate_for(tmp_path, up, policy={"tools": {"hr__edit": {"approval": "ask"}}}, approver=approver)
     args = {"users": [{"name": "ann", "code": "Opal-Trumpet-42"}, {"name": "bob", "code": "Jade-Drum-7"}]}
     assert not (await gate.call_tool(req("hr__edit", args))).is_error
@@ -223,17 +217,9 @@ async def test_an_argument_key_that_is_a_secret_is_masked_in_what_the_approver_s
     a credential (`{"-u bob:Hunter2/Zq8x": 1}`) reached the terminal, the elicitation form and,
     through the JSON-wide mask that cannot read it, the webhook."""
 
-    class Approver:
-        def __init__(self) -> None:
-            self.asked: list[ApprovalRequest] = []
-
-        async def approve(self, request: ApprovalRequest) -> ApprovalResult:
-            self.asked.append(request)
-            return ApprovalResult(True, "human")
-
     up = MemoryUpstream("hr")
     up.add_tool("edit", lambda a: "ok", input_schema={"type": "object"})
-    approver = Approver()
+    approver = RecordingApprover()
     gate, _ = await gate_for(tmp_path, up, policy={"tools": {"hr__edit": {"approval": "ask"}}}, approver=approver)
     args = {"opts": {"-u bob:Hunter2/Zq8x": 1, "mode": "fast"}}
     assert not (await gate.call_tool(req("hr__edit", args))).is_error
