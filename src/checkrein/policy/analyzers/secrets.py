@@ -76,7 +76,9 @@ class _Rule:
 def _r(
     kind: str, prefilter: tuple[str, ...], pattern: str, group: int = 0, min_entropy: float = 0.0, flags: int = 0, guard: tuple[str, ...] = ()
 ) -> _Rule:
-    core = re.compile(pattern[len(_B) :], flags) if pattern.startswith(_B) else None
+    # Under IGNORECASE `[A-Za-z]` in the lookbehind also matches U+017F and U+212A, which
+    # `_WORD_CHARS` does not hold: such a rule keeps the lookbehind.
+    core = re.compile(pattern[len(_B) :], flags) if pattern.startswith(_B) and not flags & re.IGNORECASE else None
     return _Rule(kind, prefilter, re.compile(pattern, flags), group, min_entropy, guard, core)
 
 
