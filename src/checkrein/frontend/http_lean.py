@@ -39,6 +39,7 @@ answers on this era:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ from starlette.types import Message, Receive, Scope, Send
 from checkrein.upstream.raw import dumps
 
 from .context import IDENTITY_SCOPE_KEY, CallFactory
-from .stdio_lean import LeanRequest, answer_result, plain_call, plain_id
+from .stdio_lean import LeanRequest, answer_result, plain_call, plain_id, plain_wire
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -101,6 +102,64 @@ class _Asked:
 class _Final:
     body: bytes
     status: int = 200
+
+
+class _Reply:
+    """One lane call's HTTP answer, written by whichever task has something for the client: a
+    plain JSON body when the answer is the first thing to go out; otherwise (a message before it,
+    or `SSE_AFTER_S` passed) an SSE stream that carries everything from then on, the answer last.
+    Writes are serialized (the relay may write from another task than the call's)."""
+
+    __slots__ = ("_ended", "_headers", "_lock", "_send", "_started", "_starter")
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        self._send, self._headers = send, headers
+        self._lock = asyncio.Lock()
+        self._started = self._ended = False
+        self._starter: asyncio.Task[None] | None = None
+
+    async def event(self, body: bytes) -> None:
+        """A message for the client before the answer (the stream starts with the first one)."""
+        async with self._lock:
+            if self._ended:
+                log.debug("a message for a finished HTTP call was dropped")
+                return
+            await self._start()
+            await self._send({"type": "http.response.body", "body": b"event: message\r\ndata: " + body + b"\r\n\r\n", "more_body": True})
+
+    async def finish(self, final: _Final) -> None:
+        """The answer: the JSON body, or the stream's last event and its end."""
+        async with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            if self._started:
+                await self._send({"type": "http.response.body", "body": b"event: message\r\ndata: " + final.body + b"\r\n\r\n", "more_body": True})
+                await self._send({"type": "http.response.body", "body": b""})
+                return
+            body = final.body
+            if final.status != 200:  # the session ended: the SDK transport's own error reply
+                body = _error(None, types.INTERNAL_ERROR, TERMINATED)
+            self._headers.append((b"content-length", str(len(body)).encode()))
+            await self._send({"type": "http.response.start", "status": final.status, "headers": self._headers})
+            await self._send({"type": "http.response.body", "body": body})
+
+    def stream_soon(self) -> None:
+        """`SSE_AFTER_S` passed without an answer: start the stream (a timer's callback)."""
+        self._starter = asyncio.get_running_loop().create_task(self._start_now())
+
+    async def _start_now(self) -> None:
+        async with self._lock:
+            if not self._ended:
+                await self._start()
+
+    async def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        headers = [(b"content-type", CONTENT_TYPE_SSE.encode()), *self._headers[1:]]
+        headers += [(b"cache-control", b"no-cache, no-transform"), (b"connection", b"keep-alive")]
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
 class HttpLane:
@@ -230,63 +289,43 @@ class HttpLane:
             meta=meta,
             client_name=self._client_name,
         )
-        out_send, out_receive = anyio.create_memory_object_stream[bytes | _Final](1 << 16)
-        channel = _Channel(self, rid, out_send)
+        headers = [(b"content-type", CONTENT_TYPE_JSON.encode())]
+        if transport.mcp_session_id:
+            headers.append((MCP_SESSION_ID_HEADER.lower().encode(), transport.mcp_session_id.encode()))
+        reply = _Reply(send, headers)
+        channel = _Channel(self, rid, reply)
         assert self._caps is not None
         downstream = LeanRequest(cast("LeanLane", channel), rid, call, meta, self._caps)
         self._running[rid] = channel
-
-        async def run() -> None:
-            final: _Final | None = None
-            try:
-                with channel.scope:
-                    final = _Final(await self._respond(rid, params["name"], call, downstream, version))
-                    self.handled += 1
-            finally:
-                self._running.pop(rid, None)
+        # The call runs in this task: no task, stream or deadline scope of its own per call.
+        timer = asyncio.get_running_loop().call_later(SSE_AFTER_S, reply.stream_soon)
+        final: _Final | None = None
+        try:
+            with channel.scope:
+                final = _Final(await self._respond(rid, params["name"], call, downstream, version))
+                self.handled += 1
+        finally:
+            timer.cancel()
+            self._running.pop(rid, None)
+            if final is not None and not channel.asked:
+                await reply.finish(final)
+            else:
                 if final is None and channel.ended == "cancelled":
                     final = _Final(_error(rid, REQUEST_CANCELLED, "Request cancelled"))
                 elif final is None:
                     final = _Final(_error(rid, types.INTERNAL_ERROR, TERMINATED), 500)
                 # The lane's requests this call leaves unanswered are withdrawn before its answer.
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_WRITE_S):
+                with anyio.move_on_after(_RELEASE_WRITE_S, shield=True):
                     await channel.release()
-                    await channel.put(final)
-                out_send.close()
-
-        headers = [(b"content-type", CONTENT_TYPE_JSON.encode())]
-        if transport.mcp_session_id:
-            headers.append((MCP_SESSION_ID_HEADER.lower().encode(), transport.mcp_session_id.encode()))
-        async with anyio.create_task_group() as tg, out_receive:
-            tg.start_soon(run)
-            first: bytes | _Final | None = None
-            with anyio.move_on_after(SSE_AFTER_S):
-                try:
-                    first = await out_receive.receive()
-                except anyio.EndOfStream:
-                    first = None  # its answer was dropped (it could not be queued in time): an empty stream
-            if isinstance(first, _Final):
-                body = first.body
-                if first.status != 200:  # the session ended: the SDK transport's own error reply
-                    body = _error(None, types.INTERNAL_ERROR, TERMINATED)
-                headers.append((b"content-length", str(len(body)).encode()))
-                await send({"type": "http.response.start", "status": first.status, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
-                return
-            headers[0] = (b"content-type", CONTENT_TYPE_SSE.encode())
-            headers += [(b"cache-control", b"no-cache, no-transform"), (b"connection", b"keep-alive")]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            pending: list[bytes | _Final] = [first] if first is not None else []
-            async for item in _chain(pending, out_receive):
-                body = item.body if isinstance(item, _Final) else item
-                await send({"type": "http.response.body", "body": b"event: message\r\ndata: " + body + b"\r\n\r\n", "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+                    await reply.finish(final)
 
     async def _respond(self, rid: Any, name: str, call: Any, downstream: LeanRequest, version: str) -> bytes:
         try:
             result = await self.front.call_tool_json(call, downstream, downstream, rid)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True) if not isinstance(result, dict) else result
-            wire = sdk_methods.serialize_server_result("tools/call", version, dumped)
+            wire = plain_wire(dumped)  # the serializer's own output for a text result, in every handshake-era version
+            if wire is None:
+                wire = sdk_methods.serialize_server_result("tools/call", version, dumped)
         except ValidationError:
             log.exception("tools/call %s: the result does not fit the protocol's schema", name)
             return _error(rid, types.INTERNAL_ERROR, "Handler returned an invalid result")
@@ -332,7 +371,7 @@ class _Channel:
     """One lane call: what `LeanRequest` needs of a lane (its writes go on the call's stream), its
     cancel scope, and the lane's requests to the client on its behalf."""
 
-    def __init__(self, lane: HttpLane, rid: Any, out: anyio.abc.ObjectSendStream[bytes | _Final]) -> None:
+    def __init__(self, lane: HttpLane, rid: Any, reply: _Reply) -> None:
         self.front = lane.front
         self.rid = rid
         self.scope = anyio.CancelScope()
@@ -340,7 +379,7 @@ class _Channel:
         self.ended: str | None = None
         """``"cancelled"`` (by the client) or ``"terminated"`` (the session ended) once it is."""
         self._lane = lane
-        self._out = out
+        self._reply = reply
 
     def end(self, why: str) -> None:
         """Cancel the call (once: a second cancel would break into its shielded audit record)."""
@@ -349,13 +388,7 @@ class _Channel:
             self.scope.cancel()
 
     async def write(self, line: bytes) -> None:
-        await self.put(line)
-
-    async def put(self, item: bytes | _Final) -> None:
-        try:
-            await self._out.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.debug("a message for a finished HTTP call was dropped")
+        await self._reply.event(line)
 
     async def ask(self, method: str, params: dict[str, Any] | None, call_id: Any) -> dict[str, Any]:
         del call_id  # always this call's
@@ -375,17 +408,6 @@ class _Channel:
 def _cancelled(rid: str, call_id: Any) -> bytes:
     params = {"requestId": rid, "reason": f"the request {call_id!r} it served ended"}
     return dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
-
-
-async def _chain(first: list[bytes | _Final], rest: anyio.abc.ObjectReceiveStream[bytes | _Final]) -> Any:
-    for item in first:
-        yield item
-        if isinstance(item, _Final):
-            return
-    async for item in rest:
-        yield item
-        if isinstance(item, _Final):
-            return
 
 
 def _error(rid: Any, code: int, message: str) -> bytes:
