@@ -97,3 +97,63 @@ def test_url_whatwg_gate_skips_only_what_cannot_change(text: str) -> None:
 )
 def test_home_path_gate_admits_every_branch(text: str) -> None:
     assert stores.home_paths(text), text
+
+
+def _separated_reference(form: str, add: shell._Add) -> None:
+    """`shell._separated_commands` before it skipped words no branch can report (kept verbatim)."""
+    value_end = len(form.rstrip())
+    for m in shell._SEPARATED_WORD.finditer(form):
+        if "injection" in add.found:
+            break
+        separator, raw_word, after = m.group(1), m.group(2), m.group(3)
+        if separator == "|" and shell._in_table_row(form, m.start()):
+            continue
+        if raw_word.lower().startswith(shell._BIN_DIRS):
+            add("injection", f"separator followed by {raw_word!r}", form)
+            break
+        w = raw_word.lower().strip("\\")
+        word = next((w[len(d) :] or w for d in shell._BIN_DIRS if w.startswith(d)), w)
+        if word not in shell._CASE_INSENSITIVE and not raw_word.split("/")[-1].islower():
+            continue
+        if word.startswith("/") or word.startswith(("c:\\", "c:/")):
+            if any(raw_word.lower().startswith(d) for d in shell._BIN_DIRS):
+                add("injection", f"separator followed by {raw_word!r}", form)
+            continue
+        if word in shell._COMMANDS:
+            add("injection", f"separator followed by the command {word!r}", form)
+        elif word in shell._WORD_COMMANDS or word in shell._SUBCOMMANDS:
+            rest = after.lstrip(" \t")
+            spaced = after[:1] in (" ", "\t")
+            end_of_value = m.end(2) == value_end
+            argument = spaced and (
+                rest.startswith(shell._ARGUMENT_START)
+                or shell._DRIVE_ARG.match(rest) is not None
+                or (word in shell._NUMERIC_ARG and rest[:1].isdigit())
+                or rest.lower().startswith(shell._SUBCOMMANDS.get(word, ("\x00",)))
+            )
+            if end_of_value or argument or after[:1] in (";", "|", "&", "`", ")"):
+                add("injection", f"separator followed by the command {word!r}", form)
+
+
+_COMMAND_WORDS = sorted(shell._ANY_COMMAND | shell._CASE_INSENSITIVE)
+_WORD = st.one_of(
+    st.sampled_from(_COMMAND_WORDS),
+    st.sampled_from(_COMMAND_WORDS).map(str.upper),
+    st.sampled_from(_COMMAND_WORDS).map(str.title),
+    st.tuples(st.sampled_from([*shell._BIN_DIRS, "/opt/", "C:\\Windows\\System32\\", "c:/", "\\", "./"]), st.sampled_from(_COMMAND_WORDS)).map("".join),
+    st.from_regex(r"[A-Za-z0-9_./\\:-]{1,12}", fullmatch=True),
+)
+_PIECE = st.one_of(
+    _WORD,
+    st.sampled_from([";", "&", "&&", "|", "||", "\n", "\r", "$(", "`", "${", " ", "\t", " -rf", " /", " 5", " user", "| x |", "(", "{", ")"]),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_PIECE, max_size=14).map("".join))
+def test_separated_commands_skip_only_what_no_branch_reports(form: str) -> None:
+    got, want = shell._Add("/x"), shell._Add("/x")
+    shell._separated_commands(form, got)
+    _separated_reference(form, want)
+    assert got.found == want.found

@@ -83,6 +83,8 @@ _SUBCOMMANDS = {
     "reg": ("add", "query", "delete", "save", "export", "import"),
     "sc": ("create", "config", "start", "stop", "query"),
 }
+_ANY_COMMAND = _COMMANDS | _WORD_COMMANDS | frozenset(_SUBCOMMANDS)
+"""Every word the separator loop can report (besides paths into `_BIN_DIRS`)."""
 _DRIVE_ARG = re.compile(r"[a-z]:[\\/]", re.IGNORECASE)
 _CODE_MARKERS = re.compile(
     r"<!--\s{0,3}#\s{0,3}(?:exec|include|echo|config|fsize|flastmod)\b|\{\$\{|\$_(?:get|post|request|cookie|server|files|env)\s{0,2}\["
@@ -173,9 +175,10 @@ _OPERATOR_MESSAGES = {
 
 def _command_word(word: str) -> str:
     w = word.lower().strip("\\")
-    for d in _BIN_DIRS:
-        if w.startswith(d):
-            return w[len(d) :] or w
+    if w[:1] == "/" or w[:2] == "c:":  # where every `_BIN_DIRS` entry starts
+        for d in _BIN_DIRS:
+            if w.startswith(d):
+                return w[len(d) :] or w
     return w
 
 
@@ -263,17 +266,25 @@ def _untyped(form: str, add: _Add, kind: ArgKind | None) -> None:
         return
     if len(stripped) <= 64 and set(stripped) <= _ONLY_SEPARATORS and set(stripped) - {"\n", "\r", " ", "\t"}:
         add("separator_probe", "nothing but shell separators (injection probe)", form)
+    _separated_commands(form, add)
+
+
+def _separated_commands(form: str, add: _Add) -> None:
+    """A separator or substitution followed by a known command (`; rm -rf`, `$(curl ...)`)."""
     value_end = len(form.rstrip())
     for m in _SEPARATED_WORD.finditer(form):
         if "injection" in add.found:
             break
-        separator, raw_word, after = m.group(1), m.group(2), m.group(3)
+        separator, raw_word, after = m.group(1, 2, 3)
+        binary = raw_word.lower().startswith(_BIN_DIRS)
+        word = _command_word(raw_word)
+        if not binary and word not in _ANY_COMMAND and word[:1] != "/" and not word.startswith(("c:\\", "c:/")):
+            continue  # nothing below can add (a line of code or prose after a newline, mostly)
         if separator == "|" and _in_table_row(form, m.start()):
             continue  # a Markdown table cell, not a pipe
-        if raw_word.lower().startswith(_BIN_DIRS):
+        if binary:
             add("injection", f"separator followed by {raw_word!r}", form)
             break
-        word = _command_word(raw_word)
         if word not in _CASE_INSENSITIVE and not raw_word.split("/")[-1].islower():
             continue
         if word.startswith("/") or word.startswith(("c:\\", "c:/")):
