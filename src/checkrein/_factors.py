@@ -10,7 +10,7 @@ import importlib
 import re
 from typing import Any
 
-__all__ = ["required_factors"]
+__all__ = ["required_factors", "required_literal"]
 
 _PARSER: Any = importlib.import_module("re._parser")  # `re`'s own parser (no stub: typed as Any)
 
@@ -134,3 +134,89 @@ def required_factors(regex: re.Pattern[str]) -> frozenset[str] | None:
         return None
     exact, factors = _sequence(_PARSER.parse(regex.pattern, regex.flags & ~re.UNICODE))
     return _as_factors(exact) if exact is not None else factors
+
+
+_KEEP = 8
+"""Required literals kept per piece (the longest), so alternations stay cheap to intersect."""
+
+
+def _common(a: str, b: str) -> str:
+    """The longest string inside both ``a`` and ``b`` (the first such in ``a``), or ``""``."""
+    if len(a) > len(b):
+        a, b = b, a
+    for size in range(len(a), 0, -1):
+        for start in range(len(a) - size + 1):
+            if a[start : start + size] in b:
+                return a[start : start + size]
+    return ""
+
+
+def _common_all(strings: _Strings) -> str:
+    """The longest string inside every one of ``strings``, or ``""``."""
+    ordered = sorted(strings, key=len)
+    if not ordered or not ordered[0]:
+        return ""
+    shortest, rest = ordered[0], ordered[1:]
+    for size in range(len(shortest), 0, -1):
+        for start in range(len(shortest) - size + 1):
+            piece = shortest[start : start + size]
+            if all(piece in s for s in rest):
+                return piece
+    return ""
+
+
+def _longest(strings: set[str]) -> _Strings:
+    strings.discard("")
+    return frozenset(sorted(strings, key=lambda s: (-len(s), s))[:_KEEP])
+
+
+def _required_sequence(items: Any) -> _Strings:
+    """Literals every match of a concatenation holds: what each piece requires, and the longest
+    string common to every spelling of each run of spelled-out pieces."""
+    out: set[str] = set()
+    run: _Strings = frozenset({""})
+    for op, av in items:
+        exact, _ = _piece(str(op), av)
+        if exact is not None and len(run) * len(exact) <= _EXACT_MAX:
+            run = frozenset(_squeeze(a + b) for a in run for b in exact)
+            continue
+        out.add(_common_all(run))
+        out |= _required_piece(str(op), av)
+        run = frozenset({""}) if exact is None else exact
+    out.add(_common_all(run))
+    return _longest(out)
+
+
+def _required_piece(name: str, av: Any) -> _Strings:
+    if name == "SUBPATTERN":
+        _, add_flags, del_flags, sub = av
+        return _required_sequence(sub) if not add_flags and not del_flags else frozenset()
+    if name == "ATOMIC_GROUP":
+        return _required_sequence(av)
+    if name == "BRANCH":
+        shared: set[str] | None = None
+        for sub in av[1]:
+            mine = _required_sequence(sub)
+            shared = set(mine) if shared is None else {_common(a, b) for a in shared for b in mine}
+            shared.discard("")
+            if not shared:
+                return frozenset()
+        return _longest(shared or set())
+    if name in {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}:
+        lo, _, sub = av
+        return _required_sequence(sub) if lo >= 1 else frozenset()
+    exact, _ = _piece(name, av)
+    return frozenset({_common_all(exact)} - {""}) if exact is not None else frozenset()
+
+
+def required_literal(regex: re.Pattern[str]) -> str:
+    """The longest literal found that every match of ``regex`` holds, in the needle view (each
+    whitespace run one space), or ``""``: where `required_factors` says "one of these", this says
+    "this one, always". Sound by the same reading of `re`'s parse: a concatenation holds what each
+    of its pieces holds, and the longest string common to all spellings of a spelled-out run; an
+    alternation holds what is inside a required literal of every branch; a repeat of at least one
+    copy holds what a copy holds; lookarounds and anything else hold nothing known."""
+    if regex.flags & (re.IGNORECASE | re.VERBOSE):
+        return ""
+    found = _required_sequence(_PARSER.parse(regex.pattern, regex.flags & ~re.UNICODE))
+    return max(found, key=lambda s: (len(s), s), default="")

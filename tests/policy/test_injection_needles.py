@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checkrein._factors import required_literal
 from checkrein.policy.injection import detect, detect_injection
 from checkrein.policy.injection.normalize import normalize
 from checkrein.policy.injection.phrase import Phrase, phrase, required_factors
@@ -98,6 +99,46 @@ def test_required_factors_are_held_by_every_match() -> None:
     assert required_factors(re.compile(r"\w+")) is None
     assert required_factors(re.compile(r"x?")) is None
     assert required_factors(re.compile(r"(?i)ignore")) is None
+
+
+def test_the_required_literal_is_in_every_alternative() -> None:
+    """`required_literal`: what every match holds, through alternations, runs and repeats."""
+    assert required_literal(re.compile(r"(?:add|use)\s(?:all\s)?your\s(?:\w+\s)?answer|give\syour\s\w+")) == " your "
+    assert required_literal(re.compile(r"#{2,4}\s*(?:task|system)")) == "##"
+    assert required_literal(re.compile(r"(?:before|after)\syou(?:\sare|'re)")) == " you"
+    assert required_literal(re.compile(r"ab(?:cd)+|xcdy")) == "cd"
+    assert required_literal(re.compile(r"ab(?:cd)*|xcdy")) == ""  # `ab` holds no `cd`
+    assert required_literal(re.compile(r"(?=secret)\w+")) == ""  # a lookahead is not part of the match
+    assert required_literal(re.compile(r"(?i)your answer")) == ""
+
+
+_LITERAL_REGEXES = [ph.regex for ph in PHRASES] + [
+    re.compile(r"(?:add|use)\s(?:all\s)?your\s(?:\w+\s)?answer|give\syour\s\w+"),
+    re.compile(r"ab(?:cd)+|xcd{1,3}y|q(?:xcdz|wcdv)"),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_LITERAL_REGEXES)))
+def test_every_match_holds_the_required_literal(index: int) -> None:
+    """Strings drawn from each phrase's regex (respaced as an attacker would): the normalized view
+    that the regex matches holds the regex's required literal, with each newline read as a space."""
+    regex = _LITERAL_REGEXES[index]
+    literal = required_literal(regex)
+    if not literal:
+        return
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        raw = data.draw(st.from_regex(regex, alphabet=_ALPHABET))
+        if data.draw(st.booleans()):
+            raw = _respaced(data.draw, raw)
+        views = normalize(raw)
+        for view in (views.text, views.folded):
+            for m in regex.finditer(view):
+                assert literal in m.group().replace("\n", " "), (literal, m.group())
+
+    check()
 
 
 def test_a_phrase_gets_the_factors_its_needles_miss_and_none_without_factors() -> None:

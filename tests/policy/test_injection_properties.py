@@ -152,7 +152,7 @@ def test_the_foreign_family_prefilter_never_finds_less(parts: list[str]) -> None
 def _needle_words() -> list[str]:
     from checkrein.policy.injection.phrases import NEEDLES
 
-    return [n for p in NEEDLES.phrases for n in p.needles]
+    return [n for p in NEEDLES.phrases for n in (*p.needles, p.requires) if n]
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,7 +170,8 @@ def test_the_word_finder_finds_exactly_the_words_that_occur(parts: list[str], jo
     in_folded = {n for n in NEEDLES._needles["folded"] if n in spaced}
     expected = [
         p for p in NEEDLES.phrases
-        if not p.needles or not (in_folded if p.view == "folded" else in_text).isdisjoint(p.needles)
+        if (not p.needles or not (in_folded if p.view == "folded" else in_text).isdisjoint(p.needles))
+        and p.requires in spaced  # "" is in every text
     ]
     assert NEEDLES.candidates(text, text) == expected
 
@@ -182,14 +183,15 @@ def test_the_word_finder_finds_exactly_the_words_that_occur(parts: list[str], jo
 )
 def test_candidates_are_the_phrases_with_a_needle_in_their_own_view(text_parts: list[str], folded_parts: list[str]) -> None:
     """`NeedleIndex.candidates` (found through the needles present) is the phrases, in order, whose
-    needles occur in their view with each newline read as a space (or that have none), when the two
-    views differ."""
+    needles occur in their view with each newline read as a space (or that have none) and whose
+    required literal (`Phrase.requires`) does too, when the two views differ."""
     from checkrein.policy.injection.phrases import NEEDLES
 
     text, folded = " ".join(text_parts), " ".join(folded_parts)
     views = {"text": text.replace("\n", " "), "folded": folded.replace("\n", " ")}
     expected = [
-        p for p in NEEDLES.phrases if not p.needles or any(n in views[p.view] for n in p.needles)
+        p for p in NEEDLES.phrases
+        if (not p.needles or any(n in views[p.view] for n in p.needles)) and p.requires in views[p.view]
     ]
     assert NEEDLES.candidates(text, folded) == expected
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from checkrein._factors import required_factors
+from checkrein._factors import required_factors, required_literal
 from checkrein._trie import TrieWordFinder, WordFinder
 
 __all__ = ["NeedleIndex", "Phrase", "TrieWordFinder", "View", "WordFinder", "phrase", "required_factors"]
@@ -36,6 +36,10 @@ class Phrase:
     regex: re.Pattern[str]
     view: View = "folded"
     rule: str = ""
+    requires: str = ""
+    """A literal every match holds (`required_literal`), looked for as the needles are, once one
+    of them let the phrase through: a needle says where to look, this says what must be there
+    (`your ` for a directive about "your answer", where a needle is any word for an answer)."""
 
 
 def phrase(
@@ -51,7 +55,10 @@ def phrase(
     else:
         needles += tuple(sorted(f for f in factors if not any(n in f for n in needles)))
         needles = tuple(n for n in dict.fromkeys(needles) if not any(m in n and m != n for m in needles))
-    return Phrase(kind, weight, needles, regex, view, rule=rule or f"{kind}:{pattern[:40]}")
+    requires = required_literal(regex)
+    if len(requires.strip()) < 3 or (needles and all(requires in n for n in needles)):
+        requires = ""  # too common to tell anything, or inside every needle (so there when one is)
+    return Phrase(kind, weight, needles, regex, view, rule=rule or f"{kind}:{pattern[:40]}", requires=requires)
 
 
 class NeedleIndex:
@@ -79,8 +86,9 @@ class NeedleIndex:
         the needles present, not by asking every phrase (most texts hold none, or a few, of the
         needles). ``text`` and ``folded`` are `normalize` views, where every whitespace run is one
         space or one ``\\n``: read so, a regex's ``\\s`` is the space of a needle."""
-        in_text = self._finders["text"].present(text.replace("\n", " "))
-        in_folded = self._finders["folded"].present(folded.replace("\n", " "))
+        text, folded = text.replace("\n", " "), folded.replace("\n", " ")
+        in_text = self._finders["text"].present(text)
+        in_folded = self._finders["folded"].present(folded)
         if not in_text and not in_folded and not self._always:
             return []
         owners_text, owners_folded = self._owners["text"], self._owners["folded"]
@@ -90,4 +98,5 @@ class NeedleIndex:
         for n in in_folded:
             at.update(owners_folded[n])
         phrases = self.phrases
-        return [phrases[i] for i in sorted(at)]
+        found = [phrases[i] for i in sorted(at)]
+        return [p for p in found if not p.requires or p.requires in (folded if p.view == "folded" else text)]
