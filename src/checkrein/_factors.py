@@ -10,7 +10,7 @@ import importlib
 import re
 from typing import Any
 
-__all__ = ["required_factors", "required_literal"]
+__all__ = ["match_openings", "opens_with_assertion", "required_factors", "required_literal"]
 
 _PARSER: Any = importlib.import_module("re._parser")  # `re`'s own parser (no stub: typed as Any)
 
@@ -220,3 +220,27 @@ def required_literal(regex: re.Pattern[str]) -> str:
         return ""
     found = _required_sequence(_PARSER.parse(regex.pattern, regex.flags & ~re.UNICODE))
     return max(found, key=lambda s: (len(s), s), default="")
+
+
+def match_openings(regex: re.Pattern[str]) -> frozenset[str] | None:
+    """Strings one of which every match of ``regex`` starts with (in the needle view: a
+    whitespace run one space), or ``None`` when nothing is known: the run of spelled-out pieces
+    the pattern opens with, past its zero-width assertions (``\\b``, lookarounds: they consume
+    nothing, so the match still starts there). For `re`, which tries a pattern that opens with
+    an assertion or an alternation at every position, these say where a match can begin."""
+    if regex.flags & (re.IGNORECASE | re.VERBOSE):
+        return None
+    run: _Strings = frozenset({""})
+    for op, av in _PARSER.parse(regex.pattern, regex.flags & ~re.UNICODE):
+        exact, _ = _piece(str(op), av)
+        if exact is None or len(run) * len(exact) > _EXACT_MAX:
+            break
+        run = frozenset(_squeeze(a + b) for a in run for b in exact)
+    return run if run and "" not in run else None
+
+
+def opens_with_assertion(regex: re.Pattern[str]) -> bool:
+    """Whether ``regex`` opens with a zero-width assertion (``\\b``, ``^``, a lookaround), which
+    keeps `re` from scanning for its first characters: it tries such a pattern at every position."""
+    items = _PARSER.parse(regex.pattern, regex.flags & ~re.UNICODE)
+    return bool(len(items)) and str(items[0][0]) in {"AT", "ASSERT", "ASSERT_NOT"}

@@ -157,3 +157,24 @@ def test_separated_commands_skip_only_what_no_branch_reports(form: str) -> None:
     shell._separated_commands(form, got)
     _separated_reference(form, want)
     assert got.found == want.found
+
+
+def test_match_openings_are_what_a_match_starts_with() -> None:
+    from checkrein._factors import match_openings, opens_with_assertion
+
+    assert match_openings(re.compile(r"\b(?:or|and)\b ?\d")) == {"or", "or ", "and", "and "}
+    assert match_openings(re.compile(r"\bunion ?select")) == {"union select", "unionselect"}
+    assert match_openings(re.compile(r"\w+x")) is None  # nothing literal to start with
+    assert match_openings(re.compile(r"(?:ab)?c")) == {"abc", "c"}
+    assert match_openings(re.compile(r"(?:ab)?\w")) is None  # the run may be empty: the match may start anywhere
+    assert match_openings(re.compile(r"(?i)select")) is None
+    assert opens_with_assertion(re.compile(r"\bx")) and opens_with_assertion(re.compile(r"(?<![a-z])x"))
+    assert not opens_with_assertion(re.compile(r"x\b")) and not opens_with_assertion(re.compile(r"(?:\bx|y)"))
+
+
+def test_a_branch_after_a_boundary_is_tried_where_its_openings_start() -> None:
+    gate = AnyMatch([re.compile(r"\b(?:or|and)\b ?\d ?= ?\d")], spaced=True)
+    (starts,) = gate.starts[0]
+    assert starts is not None and set(starts.stems) == {"or", "and"}
+    probe = gate.search("name = 'x' or 1=1")
+    assert probe(0) and not gate.search("for 1=1 more")(0)  # inside words: no boundary, as the regex says
