@@ -56,7 +56,7 @@ def phrase(
         needles += tuple(sorted(f for f in factors if not any(n in f for n in needles)))
         needles = tuple(n for n in dict.fromkeys(needles) if not any(m in n and m != n for m in needles))
     requires = required_literal(regex)
-    if len(requires.strip()) < 3 or (needles and all(requires in n for n in needles)):
+    if len(requires.strip()) < 2 or (needles and all(requires in n for n in needles)):
         requires = ""  # too common to tell anything, or inside every needle (so there when one is)
     return Phrase(kind, weight, needles, regex, view, rule=rule or f"{kind}:{pattern[:40]}", requires=requires)
 
