@@ -109,3 +109,85 @@ async def test_nothing_is_written_after_the_answer() -> None:
     assert r._starter is not None
     await r._starter  # the timer's task ran, after the answer
     assert len(send.sent) == 2 and json.loads(send.sent[1]["body"])["id"] == 1
+
+
+class Gated(Recorder):
+    """A send that holds the first message until released (a client that is slow to read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if not self.sent:
+            self.waiting.set()
+            await self.release.wait()
+        self.sent.append(message)
+
+
+async def test_a_write_cancelled_before_the_stream_started_leaves_the_start_to_the_answer() -> None:
+    """A call cancelled while its first message waits on the client (inside the start's send):
+    the answer still goes out with its start."""
+    send = Gated()
+    r = reply(send)
+    writer = asyncio.ensure_future(r.event(b'{"jsonrpc": "2.0", "id": "checkrein-h-1", "method": "roots/list"}'))
+    async with asyncio.timeout(10):
+        await send.waiting.wait()
+    writer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await writer
+    send.release.set()
+    await r.finish(answer())
+    assert send.sent[0]["type"] == "http.response.start" and send.headers()[b"content-type"] == b"application/json"
+    assert json.loads(send.sent[1]["body"])["id"] == 1
+
+
+class _Front:
+    async def call_tool_json(self, call: Any, progress: Any, downstream: Any, rid: Any) -> Any:
+        await downstream.request("roots", {}, 600)  # a request to the client, then the call is cancelled
+
+
+class _Calls:
+    def make_raw_http(self, **_: Any) -> object:
+        return object()
+
+
+class _Transport:
+    mcp_session_id = "abc"
+
+
+class _Request:
+    headers = {"mcp-protocol-version": "2025-06-18"}
+
+
+class SlowReader(Recorder):
+    """A client that stops reading after the first body message: each later write waits a second."""
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if any(m["type"] == "http.response.body" for m in self.sent):
+            await asyncio.sleep(1.0)
+        self.sent.append(message)
+
+
+async def test_a_cancelled_call_is_answered_to_a_client_slower_than_the_release_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call's own requests are withdrawn within `_RELEASE_WRITE_S`; its answer is not bound by
+    it: a client that reads slowly still gets the cancelled call's answer and the stream's end."""
+    import mcp.types as types
+
+    from checkrein.frontend import http_lean
+
+    monkeypatch.setattr(http_lean, "_RELEASE_WRITE_S", 0.2)
+    lane = http_lean.HttpLane(_Front(), _Calls())  # type: ignore[arg-type]
+    lane._caps = types.ClientCapabilities(roots=types.RootsCapability())
+    send = SlowReader()
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
+    serving = asyncio.ensure_future(lane._serve(_Transport(), message, {}, _Request(), None, send))  # type: ignore[arg-type]
+    async with asyncio.timeout(30):
+        while 1 not in lane._running or not send.sent:  # the roots request is out
+            await asyncio.sleep(0.01)
+        lane._running[1].end("cancelled")
+        await serving
+    events = send.events()
+    assert events[0]["method"] == "roots/list"
+    assert events[-1] == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32800, "message": "Request cancelled"}}
+    assert send.sent[-1] == {"type": "http.response.body", "body": b""}

@@ -156,10 +156,12 @@ class _Reply:
     async def _start(self) -> None:
         if self._started:
             return
-        self._started = True
         headers = [(b"content-type", CONTENT_TYPE_SSE.encode()), *self._headers[1:]]
         headers += [(b"cache-control", b"no-cache, no-transform"), (b"connection", b"keep-alive")]
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        # Only once it went out: a writer cancelled while the send waited (a call cancelled in
+        # the middle of its progress message) leaves the start to the next write, or to `finish`.
+        self._started = True
 
 
 class HttpLane:
@@ -300,24 +302,31 @@ class HttpLane:
         # The call runs in this task: no task, stream or deadline scope of its own per call.
         timer = asyncio.get_running_loop().call_later(SSE_AFTER_S, reply.stream_soon)
         final: _Final | None = None
+        stopping = False
         try:
             with channel.scope:
                 final = _Final(await self._respond(rid, params["name"], call, downstream, version))
                 self.handled += 1
+        except BaseException:
+            stopping = True  # cancelled from outside (the server stops): `_respond` answers every error
+            raise
         finally:
             timer.cancel()
             self._running.pop(rid, None)
-            if final is not None and not channel.asked:
-                await reply.finish(final)
-            else:
-                if final is None and channel.ended == "cancelled":
-                    final = _Final(_error(rid, REQUEST_CANCELLED, "Request cancelled"))
-                elif final is None:
-                    final = _Final(_error(rid, types.INTERNAL_ERROR, TERMINATED), 500)
-                # The lane's requests this call leaves unanswered are withdrawn before its answer.
+            if final is None and channel.ended == "cancelled":
+                final = _Final(_error(rid, REQUEST_CANCELLED, "Request cancelled"))
+            elif final is None:
+                final = _Final(_error(rid, types.INTERNAL_ERROR, TERMINATED), 500)
+            if channel.asked:
+                # The lane's requests this call leaves unanswered are withdrawn before its answer
+                # (for at most `_RELEASE_WRITE_S` when the client stops reading).
                 with anyio.move_on_after(_RELEASE_WRITE_S, shield=True):
                     await channel.release()
+            if stopping:  # still answered if the client takes it in time
+                with anyio.move_on_after(_RELEASE_WRITE_S, shield=True):
                     await reply.finish(final)
+            else:  # as long as a slow client takes (or until it disconnects), as any answer
+                await reply.finish(final)
 
     async def _respond(self, rid: Any, name: str, call: Any, downstream: LeanRequest, version: str) -> bytes:
         try:
@@ -401,8 +410,10 @@ class _Channel:
             if asked.released is not None or asked.done.is_set():
                 continue
             asked.released = self.ended or "answered"
-            await self.write(_cancelled(rid, self.rid))
-            asked.done.set()
+            try:
+                await self.write(_cancelled(rid, self.rid))
+            finally:
+                asked.done.set()  # its waiter returns even when the client stopped reading
 
 
 def _cancelled(rid: str, call_id: Any) -> bytes:
