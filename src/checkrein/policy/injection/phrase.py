@@ -82,7 +82,8 @@ class NeedleIndex:
 
     def candidates(self, text: str, folded: str) -> list[Phrase]:
         """The phrases whose needles occur in their view with each ``\\n`` read as a space (one
-        `WordFinder` pass per view), and those without needles, in `phrases` order: found through
+        `WordFinder` pass per view), and those without needles, in `phrases` order, less those whose
+        required literal (`Phrase.requires`) does not occur there: found through
         the needles present, not by asking every phrase (most texts hold none, or a few, of the
         needles). ``text`` and ``folded`` are `normalize` views, where every whitespace run is one
         space or one ``\\n``: read so, a regex's ``\\s`` is the space of a needle."""
