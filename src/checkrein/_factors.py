@@ -140,17 +140,6 @@ _KEEP = 8
 """Required literals kept per piece (the longest), so alternations stay cheap to intersect."""
 
 
-def _common(a: str, b: str) -> str:
-    """The longest string inside both ``a`` and ``b`` (the first such in ``a``), or ``""``."""
-    if len(a) > len(b):
-        a, b = b, a
-    for size in range(len(a), 0, -1):
-        for start in range(len(a) - size + 1):
-            if a[start : start + size] in b:
-                return a[start : start + size]
-    return ""
-
-
 def _common_all(strings: _Strings) -> str:
     """The longest string inside every one of ``strings``, or ``""``."""
     ordered = sorted(strings, key=len)
@@ -197,7 +186,7 @@ def _required_piece(name: str, av: Any) -> _Strings:
         shared: set[str] | None = None
         for sub in av[1]:
             mine = _required_sequence(sub)
-            shared = set(mine) if shared is None else {_common(a, b) for a in shared for b in mine}
+            shared = set(mine) if shared is None else {_common_all(frozenset((a, b))) for a in shared for b in mine}
             shared.discard("")
             if not shared:
                 return frozenset()
