@@ -250,3 +250,27 @@ def test_a_missing_log_is_a_clear_503(tmp_path: Path) -> None:
         page = c.get("/")
         assert page.status_code == 503 and "no audit segments" in page.text
         assert c.get("/events.json").json()["waiting"] is True
+
+
+def test_an_empty_list_follows_the_log_from_before_its_rows_were_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter nothing matched yet: an event written right after the rows were read still
+    reaches the live list (the page's cursor was not taken from a later read of the log)."""
+    from checkrein.ui import app as ui_app
+
+    d = tmp_path / "audit"
+    write_audit(d, [call(i) for i in range(5)])
+    real = ui_app.query_events
+
+    def rows_then_a_denial(*args: object, **kw: object) -> list[dict[str, object]]:
+        found: list[dict[str, object]] = real(*args, **kw)  # type: ignore[arg-type]
+        write_audit(d, [denied(99)])  # closed: logged and indexed before the page reads on
+        return found
+
+    with TestClient(build_ui_app(d), base_url="http://127.0.0.1:8766") as c:
+        monkeypatch.setattr(ui_app, "query_events", rows_then_a_denial)
+        page = c.get("/", params={"outcome": "denied"}).text
+        monkeypatch.setattr(ui_app, "query_events", real)
+        assert "No events match" in page
+        last = re.search(r'data-last-seq="(-?\d+)"', page).group(1)  # type: ignore[union-attr]
+        live = c.get("/events.json", params={"outcome": "denied", "after": last}).json()
+    assert live["added"] == 1 and "outside the allowed roots" in live["rows"], (last, live)

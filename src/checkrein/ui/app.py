@@ -216,12 +216,14 @@ def build_ui_app(
             raw = {k: v for k, v in request.query_params.items() if k in FIELDS and k != exc.field}
             q = ListQuery(raw, EventFilter(calls_only=True))
         try:
+            # Before the rows: an empty list follows the log from `values.last_seq`, which must not
+            # count an event written after the rows were read (the live list would skip it).
+            values = await state.values()
             if q.after is not None:
                 events = await state.run(query_events, state.directory, with_cursor(q, after=q.after), limit=q.limit, first=True)
             else:
                 events = await state.run(query_events, state.directory, with_cursor(q, before=q.before), limit=q.limit)
             total = await state.run(count_events, state.directory, q.flt, cap=_COUNT_CAP, budget_s=_COUNT_BUDGET_S)
-            values = await state.values()
         except _READ_ERRORS as exc:
             return _unavailable(request, state, exc)
         note = None if state.has_index() else (
