@@ -146,6 +146,37 @@ def test_index_catches_up_after_losing_rows(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_rows_an_index_write_could_not_take_go_in_without_a_next_event(tmp_path: Path) -> None:
+    """A failed index insert (another connection holds SQLite's write lock past the busy timeout)
+    is retried on its own once the lock is gone: the last call before a quiet spell is indexed."""
+    d = tmp_path / "audit"
+    trail = open_audit_trail(settings(d), tmp_path)
+
+    def indexed(trace: str) -> bool:
+        db = sqlite3.connect(f"file:{d / 'index.sqlite'}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT COUNT(*) FROM events WHERE trace_id = ?", (trace,)).fetchone()[0] == 1
+        finally:
+            db.close()
+
+    with anyio.fail_after(60):
+        await trail.record_call(make_record(1, trace_id="before"))
+        while not indexed("before"):
+            await anyio.sleep(0.02)
+        blocker = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        await trail.record_call(make_record(2, trace_id="quiet-spell"))
+        while trail.counters["sqlite_errors"] < 1:
+            await anyio.sleep(0.05)
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        while not indexed("quiet-spell"):
+            await anyio.sleep(0.05)
+        await trail.aclose()
+    assert trail.counters["sqlite_rows_behind"] == 0
+
+
+@pytest.mark.anyio
 async def test_durable_mode_returns_after_the_event_is_on_disk(tmp_path: Path) -> None:
     d = tmp_path / "audit"
     trail = open_audit_trail(settings(d, durability="durable"), tmp_path)

@@ -257,6 +257,9 @@ class IndexWorker(threading.Thread):
     reindex` repairs it)."""
 
     BACKLOG_MAX = 100_000
+    RETRY_S = 1.0
+    """After a failed insert the rows kept are tried again this often, new rows or not (the last
+    events before a quiet spell would otherwise stay out of the index until the next one)."""
     GATHER_ROWS = 512
     """A transaction of this many rows costs ~12 µs CPU per row, one of a single row ~80 (seven
     indexes; docs/performance.md): fewer rows than this wait up to `gather_s` for more."""
@@ -290,7 +293,7 @@ class IndexWorker(threading.Thread):
     def run(self) -> None:
         try:
             while True:
-                self._wake.wait()
+                self._wake.wait(self.RETRY_S if self._behind else None)
                 if self._gather_s > 0 and not self._stopping and self._queued() < self.GATHER_ROWS:
                     # A trickle (sequential callers): gather rows for one larger transaction. The
                     # index lags the log by at most this long; closing does not wait.
