@@ -132,6 +132,16 @@ def _stored(gw: Gateway, filename: str) -> dict[str, Any]:
     raise AssertionError(f"no audit event for read_file({filename!r}) within 30 s")
 
 
+def _what_the_page_had(gw: Gateway, pg: Page) -> str:
+    """For a failure: the page's rows, cursor and live state, and what the log and index hold."""
+    tbody = pg.locator("tbody#rows")
+    shown = tbody.get_attribute("data-last-seq", timeout=1000) if tbody.count() else None
+    stored = [(e.get("seq"), e.get("type"), e.get("exposed_name") or e.get("event")) for e in query_events(gw.audit, EventFilter(), limit=30)]
+    live = pg.locator("#live")
+    return (f"page {pg.url} h1={pg.locator('h1').all_inner_texts()} rows={_rows(pg).all_inner_texts()} "
+            f"data-last-seq={shown} live={live.all_inner_texts()}; stored (seq, type, name): {stored}")
+
+
 def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: Page) -> None:
     """Load, filter to denials, open one and see its reason, then see a new call arrive live."""
     assert call(gateway, ("sandbox__read_file", {"filename": "notes.txt"}),
@@ -139,7 +149,10 @@ def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: P
                 ("sandbox__get_weather", {"city": "Shanghai"})) == [False, True, False]
     page.goto(f"{gateway.base}/ui/?token={TOKEN}")
     expect(page).to_have_url(re.compile(r"/ui/$"))  # the token left the address bar
-    expect(_rows(page).filter(has_text="sandbox__get_weather")).to_have_count(1)
+    try:
+        expect(_rows(page).filter(has_text="sandbox__get_weather")).to_have_count(1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_what_the_page_had(gateway, page)}") from None
 
     page.get_by_role("link", name="Denials").click()
     expect(page).to_have_url(re.compile(r"outcome=denied"))
@@ -170,6 +183,31 @@ def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: P
     expect(page.locator("#total")).to_have_text(f"{before + arrived:,}")
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("#verify-status")).to_contain_text("chain valid", timeout=120_000)
+
+
+def test_a_poll_that_never_answers_does_not_stop_the_live_list(gateway: Gateway, page: Page) -> None:
+    """The first poll of the live list is held forever (never answered): it is given up, and a
+    call made after it still appears without a reload."""
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if not held:
+            held.append(route)  # neither answered nor aborted
+        else:
+            route.continue_()
+
+    page.route("**/events.json*", hold_the_first)
+    page.goto(f"{gateway.base}/ui/?token={TOKEN}")
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("window.__sameDocument = true")
+    deadline = time.monotonic() + 30
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert held, "the page never polled"
+    call(gateway, ("sandbox__read_file", {"filename": "after-a-stuck-poll.txt"}))  # a missing file: still a call
+    newest = _stored(gateway, "after-a-stuck-poll.txt")
+    expect(page.locator(f'tbody#rows tr[data-seq="{newest["seq"]}"]')).to_contain_text("sandbox__read_file")
+    assert page.evaluate("window.__sameDocument") is True
 
 
 def test_a_script_in_a_tool_argument_is_shown_as_text(gateway: Gateway, page: Page) -> None:

@@ -8,6 +8,9 @@
     : { createHTML: (s) => s };
   const KEEP_ROWS = 500;
   const POLL_MS = 1500;
+  // A poll that has not answered by then is given up (the next one asks again); without it one
+  // request the network or the server never answers would stop the list from following the log.
+  const POLL_TIMEOUT_MS = 10000;
 
   function setHTML(el, html) { el.innerHTML = policy.createHTML(html); }
 
@@ -39,7 +42,8 @@
       try {
         const sep = src.includes("?") ? "&" : "?";
         const r = await fetch(src + sep + "after=" + encodeURIComponent(last),
-          { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+          { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store",
+            signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
         const data = await r.json();
         if (!r.ok) { state("error", data.waiting ? "waiting for the log" : "error: " + (data.error || r.status)); return; }
         state("on", "live");
