@@ -140,6 +140,9 @@ def test_index_and_scan_agree(indexed: Path, scanned: Path) -> None:
     flt = EventFilter(server="fs", outcome="ok", before_seq=50)
     assert query_events(indexed, flt, limit=4) == query_events(scanned, flt, limit=4)
     assert count_events(indexed, flt) == count_events(scanned, flt)
+    for bounded in (EventFilter(calls_only=True, before_seq=40), EventFilter(before_seq=40), EventFilter(tool="fs__*", before_seq=40),
+                    EventFilter(calls_only=True, after_seq=20), EventFilter(user="carol", after_seq=10, before_seq=50)):
+        assert count_events(indexed, bounded) == count_events(scanned, bounded), bounded  # `+seq` or a rowid range
     assert call_breakdown(indexed) == call_breakdown(scanned)
     assert call_values(indexed) == call_values(scanned)
 

@@ -274,3 +274,29 @@ def test_an_empty_list_follows_the_log_from_before_its_rows_were_read(tmp_path: 
         last = re.search(r'data-last-seq="(-?\d+)"', page).group(1)  # type: ignore[union-attr]
         live = c.get("/events.json", params={"outcome": "denied", "after": last}).json()
     assert live["added"] == 1 and "outside the allowed roots" in live["rows"], (last, live)
+
+
+def test_the_newest_total_stops_where_the_live_list_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A denial written between the rows' read and the count's: the page counts what it shows,
+    the live list adds the new one, and the total the page then shows is the log's."""
+    from checkrein.ui import app as ui_app
+
+    d = tmp_path / "audit"
+    write_audit(d, [call(i) if i % 2 else denied(i) for i in range(6)])  # three denials
+    real = ui_app.query_events
+
+    def rows_then_a_denial(*args: object, **kw: object) -> list[dict[str, object]]:
+        found: list[dict[str, object]] = real(*args, **kw)  # type: ignore[arg-type]
+        write_audit(d, [denied(99)])
+        return found
+
+    with TestClient(build_ui_app(d), base_url="http://127.0.0.1:8766") as c:
+        monkeypatch.setattr(ui_app, "query_events", rows_then_a_denial)
+        page = c.get("/", params={"outcome": "denied"}).text
+        monkeypatch.setattr(ui_app, "query_events", real)
+        shown = re.findall(r'<tr data-seq="(\d+)"', page)
+        total = int(re.search(r'<b id="total" data-exact="1">(\d+)</b>', page).group(1))  # type: ignore[union-attr]
+        last = re.search(r'data-last-seq="(-?\d+)"', page).group(1)  # type: ignore[union-attr]
+        live = c.get("/events.json", params={"outcome": "denied", "after": last}).json()
+        now = int(re.search(r'<b id="total" data-exact="1">(\d+)</b>', c.get("/", params={"outcome": "denied"}).text).group(1))  # type: ignore[union-attr]
+    assert (len(shown), total, live["added"], now) == (3, 3, 1, 4)

@@ -161,7 +161,10 @@ def count_events(
     index = directory / INDEX_FILE
     if index.exists():
         try:
-            where, params = _where(flt)
+            # `+seq`: an upper seq bound alone is checked on the rows the filter's own index gives
+            # (as a rowid range SQLite read the table for it: the newest page's count of 100k
+            # calls took 20.6 instead of 13.0 ms). A lower bound (a tail) stays a rowid range.
+            where, params = _where(flt, seq="+seq" if flt.after_seq is None else "seq")
             inner = "SELECT 1 FROM events" + where + (" LIMIT ?" if cap is not None else "")
             with _read_only(index) as db:
                 if deadline is not None:
@@ -202,7 +205,8 @@ def _read_only(index: Path) -> Iterator[sqlite3.Connection]:
 
 
 def filter_sql(
-    flt: EventFilter, placeholder: str = "?", time_cast: str = "", *, server: str = SERVER_EXPR, user: str = USER_EXPR
+    flt: EventFilter, placeholder: str = "?", time_cast: str = "", *, server: str = SERVER_EXPR, user: str = USER_EXPR,
+    seq: str = "seq",
 ) -> tuple[list[str], list[Any]]:
     """SQL conditions and parameters for every field of ``flt`` but the tool glob (SQLite: ``?``
     and the index expressions for server and user, repeated verbatim so SQLite uses those indexes;
@@ -226,16 +230,16 @@ def filter_sql(
         where.append(f"outcome IN ({', '.join([placeholder] * len(OUTCOMES))}) AND rule_id = {placeholder}")
         params += [*OUTCOMES, flt.rule]
     for cond, bound in ((f"time >= {placeholder}{time_cast}", flt.since), (f"time <= {placeholder}{time_cast}", flt.until),
-                        (f"seq > {placeholder}", flt.after_seq), (f"seq < {placeholder}", flt.before_seq)):
+                        (f"{seq} > {placeholder}", flt.after_seq), (f"{seq} < {placeholder}", flt.before_seq)):
         if bound is not None:
             where.append(cond)
             params.append(bound)
     return where, params
 
 
-def _where(flt: EventFilter) -> tuple[str, list[Any]]:
+def _where(flt: EventFilter, *, seq: str = "seq") -> tuple[str, list[Any]]:
     """The WHERE clause (with a leading space, or empty) of ``flt`` over the index."""
-    where, params = filter_sql(flt)
+    where, params = filter_sql(flt, seq=seq)
     if flt.tool is not None:
         where.append("(exposed_name GLOB ? OR tool GLOB ?)")
         params += [flt.tool, flt.tool]

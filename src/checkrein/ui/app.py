@@ -223,13 +223,17 @@ def build_ui_app(
                 events = await state.run(query_events, state.directory, with_cursor(q, after=q.after), limit=q.limit, first=True)
             else:
                 events = await state.run(query_events, state.directory, with_cursor(q, before=q.before), limit=q.limit)
-            total = await state.run(count_events, state.directory, q.flt, cap=_COUNT_CAP, budget_s=_COUNT_BUDGET_S)
+            follows = max((int(e["seq"]) for e in events if isinstance(e.get("seq"), int)), default=values.last_seq)
+            # The newest page's total stops where the live list starts (it adds what comes after):
+            # an event indexed between the reads is counted once, not twice.
+            counted = with_cursor(q, before=follows + 1) if q.newest else q.flt
+            total = await state.run(count_events, state.directory, counted, cap=_COUNT_CAP, budget_s=_COUNT_BUDGET_S)
         except _READ_ERRORS as exc:
             return _unavailable(request, state, exc)
         note = None if state.has_index() else (
             f"This directory has no {INDEX_FILE}: every page scans the whole log. Run `checkrein audit reindex "
             f"{state.directory}` while no gateway writes it.")
-        body = list_body(q, events, base=base, total=total, capped=total is not None and total >= _COUNT_CAP,
+        body = list_body(q, events, follows=follows, base=base, total=total, capped=total is not None and total >= _COUNT_CAP,
                          values=values, error=error, note=note)
         return _page(request, state, "events", "events", body, 400 if error else 200)
 

@@ -153,6 +153,7 @@ def list_body(
     q: ListQuery,
     events: Sequence[dict[str, Any]],
     *,
+    follows: int,
     base: str,
     total: int | None,
     capped: bool,
@@ -160,9 +161,10 @@ def list_body(
     error: str | None,
     note: str | None,
 ) -> Html:
-    """The filter form, counts, the newest-first table (live on the newest page) and cursors."""
+    """The filter form, counts, the newest-first table (live on the newest page) and cursors.
+    ``follows``: the seq the live list polls after (the newest row's, or the log's last seq read
+    before the rows when there are none)."""
     newest_first = list(reversed(events))
-    last_seq = max((int(e["seq"]) for e in events if isinstance(e.get("seq"), int)), default=values.last_seq)
     live_src = url(base, "/events.json", q.params()) if q.newest else None
     count = "many" if total is None else f"{total:,}{'+' if capped else ''}"
     exact = total is not None and not capped
@@ -186,7 +188,7 @@ def list_body(
         f'<b id="total" data-exact="{int(exact)}">{esc(count)}</b> {esc(what)}'
         f" · showing {len(events)}</span>{status}"
         + '<button type="button" id="pause" class="btn" hidden>pause</button></div>'
-        + _table(event_rows(newest_first, base=base), live_src=live_src, last_seq=last_seq)
+        + _table(event_rows(newest_first, base=base), live_src=live_src, last_seq=follows)
         + empty
         + f'<div class="pager">{join(nav)}</div>'
     )
