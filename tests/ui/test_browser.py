@@ -186,9 +186,11 @@ def test_denials_reasons_and_live_calls_in_the_browser(gateway: Gateway, page: P
 
 
 def test_a_poll_that_never_answers_does_not_stop_the_live_list(gateway: Gateway, page: Page) -> None:
-    """The first poll of the live list is held forever (never answered): it is given up, and a
-    call made after it still appears without a reload."""
+    """The first poll of the live list is held forever (never answered): it is given up without
+    relabelling the list paused meanwhile, and after resuming a new call still appears without a
+    reload."""
     held: list[Any] = []
+    failed: list[str] = []
 
     def hold_the_first(route: Any) -> None:
         if not held:
@@ -197,6 +199,7 @@ def test_a_poll_that_never_answers_does_not_stop_the_live_list(gateway: Gateway,
             route.continue_()
 
     page.route("**/events.json*", hold_the_first)
+    page.on("requestfailed", lambda request: failed.append(request.url) if "/events.json" in request.url else None)
     page.goto(f"{gateway.base}/ui/?token={TOKEN}")
     expect(page.locator("#live")).to_have_text("live")
     page.evaluate("window.__sameDocument = true")
@@ -204,9 +207,18 @@ def test_a_poll_that_never_answers_does_not_stop_the_live_list(gateway: Gateway,
     while not held and time.monotonic() < deadline:
         page.wait_for_timeout(100)
     assert held, "the page never polled"
+    page.locator("#pause").click()
+    expect(page.locator("#live")).to_have_text("paused")
+    deadline = time.monotonic() + 60
+    while not failed and time.monotonic() < deadline:  # the page gives the held poll up
+        page.wait_for_timeout(100)
+    assert failed, "the held poll was never given up"
+    expect(page.locator("#live")).to_have_text("paused")
+    page.locator("#pause").click()
     call(gateway, ("sandbox__read_file", {"filename": "after-a-stuck-poll.txt"}))  # a missing file: still a call
     newest = _stored(gateway, "after-a-stuck-poll.txt")
     expect(page.locator(f'tbody#rows tr[data-seq="{newest["seq"]}"]')).to_contain_text("sandbox__read_file")
+    expect(page.locator("#live")).to_have_text("live")
     assert page.evaluate("window.__sameDocument") is True
 
 

@@ -258,8 +258,11 @@ class IndexWorker(threading.Thread):
 
     BACKLOG_MAX = 100_000
     RETRY_S = 1.0
-    """After a failed insert the rows kept are tried again this often, new rows or not (the last
-    events before a quiet spell would otherwise stay out of the index until the next one)."""
+    RETRY_MAX_S = 30.0
+    """After a failed insert the rows kept (and any new ones) are tried again after `RETRY_S`, new
+    rows or not (the last events before a quiet spell would otherwise stay out of the index until
+    the next one), the wait doubling with each failure up to `RETRY_MAX_S`. The first failure of a
+    spell is logged as a warning, and its end."""
     GATHER_ROWS = 512
     """A transaction of this many rows costs ~12 µs CPU per row, one of a single row ~80 (seven
     indexes; docs/performance.md): fewer rows than this wait up to `gather_s` for more."""
@@ -274,6 +277,9 @@ class IndexWorker(threading.Thread):
         self._stopping = False
         self._behind: list[Row] = []
         self._gather_s = gather_s
+        self._retry_s = self.RETRY_S
+        self._failures = 0
+        """Failed inserts since the last one that worked."""
 
     def close_unstarted(self) -> None:
         try:
@@ -293,11 +299,15 @@ class IndexWorker(threading.Thread):
     def run(self) -> None:
         try:
             while True:
-                self._wake.wait(self.RETRY_S if self._behind else None)
-                if self._gather_s > 0 and not self._stopping and self._queued() < self.GATHER_ROWS:
-                    # A trickle (sequential callers): gather rows for one larger transaction. The
-                    # index lags the log by at most this long; closing does not wait.
-                    self._stop_wake.wait(self._gather_s)
+                if self._behind and not self._stopping:
+                    # Failing: the next try waits its turn, whatever arrives meanwhile (closing does not).
+                    self._stop_wake.wait(self._retry_s)
+                else:
+                    self._wake.wait()
+                    if self._gather_s > 0 and not self._stopping and self._queued() < self.GATHER_ROWS:
+                        # A trickle (sequential callers): gather rows for one larger transaction.
+                        # The index lags the log by at most this long; closing does not wait.
+                        self._stop_wake.wait(self._gather_s)
                 self._wake.clear()
                 rows: list[Row] = self._behind
                 while self._batches:
@@ -319,9 +329,17 @@ class IndexWorker(threading.Thread):
         try:
             self._index.insert(rows)
             self._behind = []
+            if self._failures:
+                log.warning("audit index writes resumed after %d failed (%d rows caught up)", self._failures, len(rows))
+            self._failures, self._retry_s = 0, self.RETRY_S
         except sqlite3.Error as exc:
             self._c["sqlite_errors"] += 1
-            log.warning("audit index write failed: %s", exc)
+            self._failures += 1
+            if self._failures == 1:
+                log.warning("audit index write failed: %s (retrying, at most %.0f s apart)", exc, self.RETRY_MAX_S)
+            else:
+                log.debug("audit index write failed again (%d): %s", self._failures, exc)
+                self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
             self._behind = rows[-self.BACKLOG_MAX :]
             if self._stopping:
                 return

@@ -10,7 +10,10 @@
   const POLL_MS = 1500;
   // A poll that has not answered by then is given up (the next one asks again); without it one
   // request the network or the server never answers would stop the list from following the log.
+  // Each one given up doubles the wait (up to POLL_TIMEOUT_MAX_MS), so a server that needs longer
+  // (a large log without its index) is not sent a new request every few seconds.
   const POLL_TIMEOUT_MS = 10000;
+  const POLL_TIMEOUT_MAX_MS = 160000;
 
   function setHTML(el, html) { el.innerHTML = policy.createHTML(html); }
 
@@ -24,27 +27,33 @@
     let last = Number(tbody.dataset.lastSeq);
     let paused = false;
     let busy = false;
+    let timeoutMs = POLL_TIMEOUT_MS;
     const live = document.getElementById("live");
     const total = document.getElementById("total");
     const button = document.getElementById("pause");
-    const state = (s, text) => { if (live) { live.dataset.state = s; live.textContent = text; } };
+    // A poll's outcome does not relabel a paused list (the button says "resume").
+    const state = (s, text) => { if (live && !paused) { live.dataset.state = s; live.textContent = text; } };
     if (button) {
       button.hidden = false;
       button.addEventListener("click", () => {
         paused = !paused;
         button.textContent = paused ? "resume" : "pause";
-        state(paused ? "paused" : "on", paused ? "paused" : "live");
+        if (live) { live.dataset.state = paused ? "paused" : "on"; live.textContent = paused ? "paused" : "live"; }
       });
     }
     async function poll() {
       if (paused || busy || document.visibilityState === "hidden") return;
       busy = true;
+      // An AbortController and a timer: `AbortSignal.timeout` is missing from older browsers.
+      const giveUp = new AbortController();
+      const timer = setTimeout(() => giveUp.abort(), timeoutMs);
       try {
         const sep = src.includes("?") ? "&" : "?";
         const r = await fetch(src + sep + "after=" + encodeURIComponent(last),
           { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store",
-            signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+            signal: giveUp.signal });
         const data = await r.json();
+        timeoutMs = POLL_TIMEOUT_MS;
         if (!r.ok) { state("error", data.waiting ? "waiting for the log" : "error: " + (data.error || r.status)); return; }
         state("on", "live");
         updateVerify(data.verify);
@@ -67,8 +76,10 @@
         last = Math.max(last, Number(data.last_seq));
         tbody.dataset.lastSeq = String(last);
       } catch (e) {
+        if (giveUp.signal.aborted) timeoutMs = Math.min(2 * timeoutMs, POLL_TIMEOUT_MAX_MS);
         state("error", "disconnected, retrying");
       } finally {
+        clearTimeout(timer);
         busy = false;
       }
     }
