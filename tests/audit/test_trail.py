@@ -187,6 +187,50 @@ async def test_rows_an_index_write_could_not_take_go_in_without_a_next_event(
 
 
 @pytest.mark.anyio
+async def test_rows_dropped_from_a_full_index_backlog_are_read_back_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More rows wait for a failing index than its backlog holds: the oldest are dropped from
+    memory, and once inserts work again they are read back from the segments (no hole in the
+    index, which the web view and `audit query` would silently show as missing calls)."""
+    from checkrein.audit.sqlite_index import IndexWorker
+
+    monkeypatch.setattr(IndexWorker, "BACKLOG_MAX", 3)
+    caplog.set_level(logging.WARNING, logger="checkrein")
+    d = tmp_path / "audit"
+    trail = open_audit_trail(settings(d), tmp_path)
+
+    def indexed() -> set[str]:
+        db = sqlite3.connect(f"file:{d / 'index.sqlite'}?mode=ro", uri=True)
+        try:
+            return {r[0] for r in db.execute("SELECT trace_id FROM events WHERE trace_id IS NOT NULL")}
+        finally:
+            db.close()
+
+    wanted = {f"gap-{i}" for i in range(10)}
+    with anyio.fail_after(90):
+        await trail.record_call(make_record(0, trace_id="before"))
+        while "before" not in indexed():
+            await anyio.sleep(0.02)
+        blocker = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+        try:
+            blocker.execute("BEGIN EXCLUSIVE")
+            for i in range(10):
+                await trail.record_call(make_record(i + 1, trace_id=f"gap-{i}"))
+            while trail.counters["sqlite_errors"] < 2:
+                await anyio.sleep(0.05)
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        while not wanted <= indexed():
+            await anyio.sleep(0.05)
+        await trail.aclose()
+    said = " | ".join(r.getMessage() for r in caplog.records)
+    assert "backlog full" in said and "read back from the log" in said, said
+    assert verify_log(d).exit_code == 0  # the index agrees with the chain
+
+
+@pytest.mark.anyio
 async def test_durable_mode_returns_after_the_event_is_on_disk(tmp_path: Path) -> None:
     d = tmp_path / "audit"
     trail = open_audit_trail(settings(d, durability="durable"), tmp_path)

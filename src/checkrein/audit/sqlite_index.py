@@ -253,8 +253,9 @@ def iter_rows(directory: Path, sql: str, params: Iterable[Any]) -> list[tuple[An
 class IndexWorker(threading.Thread):
     """Inserts rows into the index on its own thread, so SQLite's C work overlaps the writer's
     Python work on a second core. Failures are counted (``sqlite_errors``) and the rows kept in a
-    bounded backlog; calls are never denied for the index (it is derived: restart or `audit
-    reindex` repairs it)."""
+    bounded backlog (rows dropped from a full one are read back from the segments once inserts
+    work again; a gap still open when the trail closes is what `audit verify` reports and `audit
+    reindex` repairs); calls are never denied for the index (it is derived)."""
 
     BACKLOG_MAX = 100_000
     RETRY_S = 1.0
@@ -266,6 +267,9 @@ class IndexWorker(threading.Thread):
     GATHER_ROWS = 512
     """A transaction of this many rows costs ~12 µs CPU per row, one of a single row ~80 (seven
     indexes; docs/performance.md): fewer rows than this wait up to `gather_s` for more."""
+
+    FILL_ROWS = 5000
+    """Rows per transaction when the rows dropped from a full backlog are read back from the log."""
 
     def __init__(self, index: SqliteIndex, counters: dict[str, int], *, gather_s: float = 0.05) -> None:
         super().__init__(name="checkrein-audit-index", daemon=True)
@@ -280,6 +284,9 @@ class IndexWorker(threading.Thread):
         self._retry_s = self.RETRY_S
         self._failures = 0
         """Failed inserts since the last one that worked."""
+        self._gap: tuple[int, int] | None = None
+        """Seqs (first, last) of rows dropped from the backlog: read back from the segments once
+        the index takes rows again, so a long failure leaves no hole in it."""
 
     def close_unstarted(self) -> None:
         try:
@@ -299,7 +306,7 @@ class IndexWorker(threading.Thread):
     def run(self) -> None:
         try:
             while True:
-                if self._behind and not self._stopping:
+                if (self._behind or self._gap is not None) and not self._stopping:
                     # Failing: the next try waits its turn, whatever arrives meanwhile (closing does not).
                     self._stop_wake.wait(self._retry_s)
                 else:
@@ -314,6 +321,8 @@ class IndexWorker(threading.Thread):
                     rows.extend(self._batches.popleft())
                 if rows:
                     self._insert(rows)
+                if self._gap is not None and not self._behind:
+                    self._fill_gap()
                 if self._stopping and not self._batches:
                     return
         finally:
@@ -340,7 +349,35 @@ class IndexWorker(threading.Thread):
             else:
                 log.debug("audit index write failed again (%d): %s", self._failures, exc)
                 self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
+            if len(rows) > self.BACKLOG_MAX:
+                first, last = rows[0][0], rows[-self.BACKLOG_MAX - 1][0]
+                self._gap = (first, last) if self._gap is None else (min(self._gap[0], first), max(self._gap[1], last))
+                log.warning("audit index backlog full: seqs %d-%d will be read back from the log", *self._gap)
             self._behind = rows[-self.BACKLOG_MAX :]
             if self._stopping:
                 return
         self._c["sqlite_rows_behind"] = len(self._behind)
+
+    def _fill_gap(self) -> None:
+        """Index the rows dropped from the backlog, read from the segments (what `SqliteIndex.
+        catch_up` does for a restart); on a failure the gap stays for the next try."""
+        assert self._gap is not None
+        first, last = self._gap
+        batch: list[Row] = []
+        try:
+            for seq, segment, offset, line in iter_located_lines(self._index.path.parent, first):
+                if seq > last:
+                    break
+                batch.append(row_from_line(seq, segment, offset, line))
+                if len(batch) >= self.FILL_ROWS:
+                    self._index.insert(batch)
+                    batch = []
+            if batch:
+                self._index.insert(batch)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            self._c["sqlite_errors"] += 1
+            log.warning("audit index could not read seqs %d-%d back from the log: %s", first, last, exc)
+            self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
+            return
+        log.warning("audit index: seqs %d-%d read back from the log", first, last)
+        self._gap = None
