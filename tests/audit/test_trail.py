@@ -226,8 +226,22 @@ async def test_rows_dropped_from_a_full_index_backlog_are_read_back_from_the_log
             await anyio.sleep(0.05)
         await trail.aclose()
     said = " | ".join(r.getMessage() for r in caplog.records)
-    assert "backlog full" in said and "read back from the log" in said, said
+    assert "backlog full" in said and "are read back from the log" in said and "read-back" not in said, said
+    assert trail.counters["sqlite_rows_behind"] == 0
     assert verify_log(d).exit_code == 0  # the index agrees with the chain
+
+
+def test_located_lines_from_a_known_place_are_the_same_lines(tmp_path: Path) -> None:
+    """`iter_located_lines_at` from a line's (seq, segment, offset) gives what `iter_located_lines`
+    gives from that seq, across a segment rotation, without reading the lines before it."""
+    from checkrein.audit.segments import iter_located_lines, iter_located_lines_at
+
+    d = tmp_path / "audit"
+    write_log(d, [make_record(i) for i in range(60)], segment_max_bytes=8192, batch_max=4)
+    every = list(iter_located_lines(d))
+    assert len({segment for _, segment, _, _ in every}) >= 3  # the log rotated
+    for seq, segment, offset, _ in every[::7]:
+        assert list(iter_located_lines_at(d, seq, segment, offset)) == every[seq:]
 
 
 @pytest.mark.anyio

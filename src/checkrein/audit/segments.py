@@ -159,16 +159,25 @@ def iter_lines(directory: Path, start_seq: int = 0) -> Iterator[tuple[int, bytes
 def iter_located_lines(directory: Path, start_seq: int = 0) -> Iterator[tuple[int, int, int, bytes]]:
     """(seq, segment index, byte offset in that segment, line without newline) of every complete
     line from ``start_seq`` on, across segments."""
-    seq = 0
+    for located in iter_located_lines_at(directory, 0, -1, 0):
+        if located[0] >= start_seq:
+            yield located
+
+
+def iter_located_lines_at(directory: Path, seq: int, segment: int, offset: int) -> Iterator[tuple[int, int, int, bytes]]:
+    """`iter_located_lines` from the line of ``seq`` known to start at ``offset`` of ``segment``
+    (0, -1, 0: the first line of the log), without reading what comes before it."""
     for index, path in list_segments(directory):
-        offset = 0
+        if index < segment:
+            continue
+        position = offset if index == segment else 0
         with path.open("rb") as f:
+            f.seek(position)
             for raw in f:
                 if not raw.endswith(b"\n"):
                     return
-                if seq >= start_seq:
-                    yield seq, index, offset, raw[:-1]
-                offset += len(raw)
+                yield seq, index, position, raw[:-1]
+                position += len(raw)
                 seq += 1
 
 

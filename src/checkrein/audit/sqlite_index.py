@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .segments import INDEX_FILE, iter_located_lines, lock_directory, segment_name
+from .segments import INDEX_FILE, iter_located_lines, iter_located_lines_at, lock_directory, segment_name
 
 __all__ = [
     "INDEX_COLUMNS", "SERVER_EXPR", "USER_EXPR", "Fields", "IndexMismatch", "IndexWorker", "Row", "SqliteIndex", "events_at",
@@ -284,9 +284,10 @@ class IndexWorker(threading.Thread):
         self._retry_s = self.RETRY_S
         self._failures = 0
         """Failed inserts since the last one that worked."""
-        self._gap: tuple[int, int] | None = None
-        """Seqs (first, last) of rows dropped from the backlog: read back from the segments once
-        the index takes rows again, so a long failure leaves no hole in it."""
+        self._gap: tuple[int, int, int, int] | None = None
+        """Rows dropped from the backlog, read back from the segments once the index takes rows
+        again (so a long failure leaves no hole in it): the first one's seq, segment and offset,
+        and the last one's seq. Moves on with each transaction of the read-back."""
 
     def close_unstarted(self) -> None:
         try:
@@ -321,9 +322,13 @@ class IndexWorker(threading.Thread):
                     rows.extend(self._batches.popleft())
                 if rows:
                     self._insert(rows)
-                if self._gap is not None and not self._behind:
+                if self._gap is not None and not self._behind and not self._stopping:
                     self._fill_gap()
                 if self._stopping and not self._batches:
+                    if self._gap is not None:
+                        log.warning("audit index closed without seqs %d-%d (dropped from its backlog): run `checkrein "
+                                    "audit reindex %s` while no gateway writes the log", self._gap[0], self._gap[3],
+                                    self._index.path.parent)
                     return
         finally:
             try:
@@ -338,46 +343,63 @@ class IndexWorker(threading.Thread):
         try:
             self._index.insert(rows)
             self._behind = []
-            if self._failures:
-                log.warning("audit index writes resumed after %d failed (%d rows caught up)", self._failures, len(rows))
-            self._failures, self._retry_s = 0, self.RETRY_S
+            self._worked()
         except sqlite3.Error as exc:
-            self._c["sqlite_errors"] += 1
-            self._failures += 1
-            if self._failures == 1:
-                log.warning("audit index write failed: %s (retrying, at most %.0f s apart)", exc, self.RETRY_MAX_S)
-            else:
-                log.debug("audit index write failed again (%d): %s", self._failures, exc)
-                self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
+            self._failed("write", exc)
             if len(rows) > self.BACKLOG_MAX:
-                first, last = rows[0][0], rows[-self.BACKLOG_MAX - 1][0]
-                self._gap = (first, last) if self._gap is None else (min(self._gap[0], first), max(self._gap[1], last))
-                log.warning("audit index backlog full: seqs %d-%d will be read back from the log", *self._gap)
+                dropped, last = rows[0], rows[-self.BACKLOG_MAX - 1][0]
+                if self._gap is None:
+                    self._gap = (dropped[0], dropped[13], dropped[14], last)
+                    log.warning("audit index backlog full: rows from seq %d on will be read back from the log", dropped[0])
+                else:  # the rows dropped before these are still to read back: the gap grows at its end
+                    self._gap = (*self._gap[:3], max(self._gap[3], last))
             self._behind = rows[-self.BACKLOG_MAX :]
             if self._stopping:
                 return
         self._c["sqlite_rows_behind"] = len(self._behind)
 
+    def _failed(self, what: str, exc: BaseException) -> None:
+        """Counted every time, a warning for the first failure of a spell, a doubling wait after."""
+        self._c["sqlite_errors"] += 1
+        self._failures += 1
+        if self._failures == 1:
+            log.warning("audit index %s failed: %s (retrying, at most %.0f s apart)", what, exc, self.RETRY_MAX_S)
+        else:
+            log.debug("audit index %s failed again (%d): %s", what, self._failures, exc)
+            self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
+
+    def _worked(self) -> None:
+        """A spell of failures ends once nothing is behind any more (no backlog, no gap)."""
+        if self._behind or self._gap is not None:
+            return
+        if self._failures:
+            log.warning("audit index writes resumed after %d failed", self._failures)
+        self._failures, self._retry_s = 0, self.RETRY_S
+
     def _fill_gap(self) -> None:
-        """Index the rows dropped from the backlog, read from the segments (what `SqliteIndex.
-        catch_up` does for a restart); on a failure the gap stays for the next try."""
+        """Index the rows dropped from the backlog, read from the segments where the first of them
+        starts, a transaction at a time (the gap moves on after each; closing stops between two);
+        on a failure the rest waits for the next try."""
         assert self._gap is not None
-        first, last = self._gap
+        seq, segment, offset, last = self._gap
         batch: list[Row] = []
         try:
-            for seq, segment, offset, line in iter_located_lines(self._index.path.parent, first):
-                if seq > last:
+            for located in iter_located_lines_at(self._index.path.parent, seq, segment, offset):
+                if located[0] > last:
                     break
-                batch.append(row_from_line(seq, segment, offset, line))
-                if len(batch) >= self.FILL_ROWS:
+                batch.append(row_from_line(*located))
+                if len(batch) >= self.FILL_ROWS or located[0] == last:
                     self._index.insert(batch)
+                    end = batch[-1]
+                    self._gap = (end[0] + 1, end[13], end[14] + end[15] + 1, last)
                     batch = []
-            if batch:
-                self._index.insert(batch)
-        except (sqlite3.Error, OSError, ValueError) as exc:
-            self._c["sqlite_errors"] += 1
-            log.warning("audit index could not read seqs %d-%d back from the log: %s", first, last, exc)
-            self._retry_s = min(2 * self._retry_s, self.RETRY_MAX_S)
+                    if self._stopping:
+                        return
+            if self._gap[0] <= last:
+                raise ValueError(f"the log ends before seq {last}")
+        except Exception as exc:  # noqa: BLE001 - a damaged segment must not end the index thread: counted, logged, retried
+            self._failed(f"read-back of seqs {self._gap[0]}-{last}", exc)
             return
-        log.warning("audit index: seqs %d-%d read back from the log", first, last)
+        log.warning("audit index: the rows dropped from its backlog, up to seq %d, are read back from the log", last)
         self._gap = None
+        self._worked()
